@@ -1,0 +1,94 @@
+"""Shared fixtures: a real workspace on disk, the real policy, the real local backend."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tui.events import Event
+from tui.exec.local import LocalBackend
+from tui.security.permissions import ApprovalMode
+from tui.security.policy import SecurityPolicy
+from tui.security.settings import SecuritySettings
+from tui.tools.builtin import builtin_tools
+from tui.tools.context import ToolContext
+from tui.tools.registry import ToolRegistry
+from tui.tools.result import ToolResult
+
+_call_ids = itertools.count(1)
+
+
+@pytest.fixture(autouse=True)
+def isolated_dirs(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No test writes into the real user's config or data folders."""
+    home = tmp_path_factory.mktemp("agent-home")
+    monkeypatch.setenv("AGENT_TUI_CONFIG_DIR", str(home / "config"))
+    monkeypatch.setenv("AGENT_TUI_DATA_DIR", str(home / "data"))
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root.resolve()
+
+
+class Harness:
+    """A registry wired exactly as the app wires it, plus the events each call produced."""
+
+    def __init__(
+        self, workspace: Path, policy: SecurityPolicy, registry: ToolRegistry, backend: LocalBackend
+    ) -> None:
+        self.workspace = workspace
+        self.policy = policy
+        self.registry = registry
+        self.backend = backend
+        self.events: list[Event] = []
+        policy.on_event = self.events.append
+
+    def context(self, tool_name: str, call_id: str | None = None) -> ToolContext:
+        return ToolContext(
+            tool_call_id=call_id or f"call_{next(_call_ids)}",
+            tool_name=tool_name,
+            backend=self.backend,
+            policy=self.policy,
+            on_update=self.events.append,
+        )
+
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | str | None = None,
+        ctx: ToolContext | None = None,
+    ) -> ToolResult:
+        raw = (
+            arguments if isinstance(arguments, str) or arguments is None else json.dumps(arguments)
+        )
+        return await self.registry.execute(name, raw, ctx or self.context(name))
+
+    def kinds(self) -> list[str]:
+        return [getattr(event, "kind", "?") for event in self.events]
+
+
+def make_harness(
+    workspace: Path,
+    *,
+    mode: ApprovalMode = ApprovalMode.FULL_AUTO,
+    settings: SecuritySettings | None = None,
+    **policy_kwargs: Any,
+) -> Harness:
+    policy = SecurityPolicy(workspace, settings, approval_mode=mode, **policy_kwargs)
+    backend = LocalBackend(default_cwd=str(workspace))
+    return Harness(workspace, policy, ToolRegistry(builtin_tools()), backend)
+
+
+@pytest.fixture
+def harness(workspace: Path) -> Iterator[Harness]:
+    yield make_harness(workspace)

@@ -1,0 +1,45 @@
+"""The core never imports Textual: the agent, tools and backends must run with no UI at all."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+
+import tui
+
+
+def core_modules() -> list[str]:
+    names = []
+    for info in pkgutil.walk_packages(tui.__path__, prefix="tui."):
+        if info.name.startswith(("tui.ui.", "tui.__main__")) or info.name == "tui.ui":
+            continue
+        names.append(info.name)
+    return names
+
+
+def test_core_modules_do_not_import_textual() -> None:
+    modules = core_modules()
+    assert "tui.tools.registry" in modules and "tui.security.policy" in modules
+    code = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "leaked = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
+        "print(','.join(leaked))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"textual imported by the core: {out.stdout}"
+
+
+def test_version_is_fast_and_textual_free() -> None:
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "tui", "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.startswith("agent-tui ")
+    imported = [line.split("|")[-1].strip() for line in out.stderr.splitlines() if "|" in line]
+    assert not [name for name in imported if name.startswith("textual")]
+    assert not [name for name in imported if name.startswith(("httpx", "pydantic"))]

@@ -1,0 +1,1 @@
+"""The agent: the loop, the conversation, model providers, sub-agents and hooks."""

@@ -1,0 +1,110 @@
+"""Running one response's tool calls: sequential, parallel or batched, with steering.
+
+Whatever happens, every call gets exactly one result (the wire protocols require it), in the
+order the model made them. Steering never throws work away: calls already started finish; only
+calls not yet started are skipped, with a result that says plainly they were *not* run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from tui.agent.providers.base import ToolCall
+from tui.tools.result import ToolResult
+
+Strategy = Literal["sequential", "parallel", "batched"]
+RunCall = Callable[[ToolCall], Awaitable[ToolResult]]
+
+
+def skipped_result(call: ToolCall, why: str) -> ToolResult:
+    return ToolResult.error(
+        "Skipped",
+        f"{call.name} was NOT run: {why}. Nothing it would have done has happened; "
+        "call it again if it is still needed.",
+        skipped=True,
+    )
+
+
+@dataclass
+class ToolPlan:
+    """How to run a response's calls."""
+
+    strategy: Strategy = "parallel"
+    batch_size: int = 4
+
+
+class ToolExecutor:
+    """Runs calls per the plan; ``steered()`` says a user message is waiting."""
+
+    def __init__(
+        self,
+        plan: ToolPlan,
+        run_call: RunCall,
+        *,
+        needs_approval: Callable[[ToolCall], bool],
+        exclusive: Callable[[ToolCall], bool],
+        steered: Callable[[], bool],
+        cancelled: Callable[[], bool],
+    ) -> None:
+        self.plan = plan
+        self.run_call = run_call
+        self.needs_approval = needs_approval
+        self.exclusive = exclusive
+        self.steered = steered
+        self.cancelled = cancelled
+
+    async def run(self, calls: list[ToolCall]) -> list[ToolResult]:
+        results: dict[int, ToolResult] = {}
+        for group in self._groups(calls):
+            if self.cancelled():
+                for index in group:
+                    results[index] = skipped_result(calls[index], "the turn was cancelled")
+                continue
+            if self.steered() and self.plan.strategy != "parallel":
+                for index in group:
+                    results[index] = skipped_result(
+                        calls[index], "the user sent a new message before it started"
+                    )
+                continue
+            await self._run_group(calls, group, results)
+        return [results[index] for index in range(len(calls))]
+
+    def _groups(self, calls: list[ToolCall]) -> list[list[int]]:
+        """Index groups run one after another; the calls inside a group run together.
+
+        Calls that need approval and exclusive calls always form groups of one, so a person
+        answers one prompt at a time and a tool-set change never races other calls.
+        """
+        alone = [self.needs_approval(call) or self.exclusive(call) for call in calls]
+        if self.plan.strategy == "sequential":
+            return [[index] for index in range(len(calls))]
+        size = len(calls) if self.plan.strategy == "parallel" else max(1, self.plan.batch_size)
+        groups: list[list[int]] = []
+        current: list[int] = []
+        for index in range(len(calls)):
+            if alone[index]:
+                if current:
+                    groups.append(current)
+                    current = []
+                groups.append([index])
+                continue
+            current.append(index)
+            if len(current) >= size:
+                groups.append(current)
+                current = []
+        if current:
+            groups.append(current)
+        return groups
+
+    async def _run_group(
+        self, calls: list[ToolCall], group: list[int], results: dict[int, ToolResult]
+    ) -> None:
+        if len(group) == 1:
+            results[group[0]] = await self.run_call(calls[group[0]])
+            return
+        outcomes = await asyncio.gather(*(self.run_call(calls[index]) for index in group))
+        for index, outcome in zip(group, outcomes, strict=True):
+            results[index] = outcome

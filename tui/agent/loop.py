@@ -1,0 +1,379 @@
+"""The agent loop: request → stream → tool calls → results → next request.
+
+Everything it does goes out as an event through one ``emit`` function (transcript first, then
+the bus), so the UI, the headless printer and the saved session see the same story. The loop
+holds the conversation; nothing outside reaches into it except through ``submit``, ``steer``
+and ``cancel``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui.agent.execution import ToolExecutor, ToolPlan
+from tui.agent.hooks import Hooks, ToolCallInfo
+from tui.agent.providers.base import (
+    Completed,
+    ImagePart,
+    Message,
+    Provider,
+    ProviderError,
+    TextDelta,
+    ToolCall,
+    UsageReport,
+)
+from tui.events import (
+    AssistantMessage,
+    AssistantTextDelta,
+    ErrorEvent,
+    Event,
+    Notice,
+    ToolCallCompleted,
+    ToolCallRequested,
+    TurnEnded,
+    TurnStarted,
+    Usage,
+    UserMessage,
+)
+from tui.exec.backend import ExecutionBackend
+from tui.security.policy import SecurityPolicy
+from tui.tools.context import ToolContext
+from tui.tools.registry import ToolRegistry
+from tui.tools.result import ToolResult
+from tui.tools.truncation import envelope
+
+Emit = Callable[[Event], None]
+MessageSink = Callable[[Message], None]
+
+_child_ids = itertools.count(1)
+
+
+@dataclass
+class LoopSettings:
+    max_turns: int = 50
+    plan: ToolPlan = field(default_factory=ToolPlan)
+    max_tokens: int | None = None
+    subagent_max_turns: int = 20
+
+
+@dataclass
+class TurnOutcome:
+    reason: str
+    """``completed``, ``max_turns``, ``cancelled`` or ``error``."""
+    final_text: str
+    turns: int
+    error: str | None = None
+    usage: UsageReport = field(default_factory=UsageReport)
+
+
+class AgentLoop:
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        registry: ToolRegistry,
+        backend: ExecutionBackend,
+        policy: SecurityPolicy,
+        system_prompt: str,
+        emit: Emit,
+        settings: LoopSettings | None = None,
+        hooks: Hooks | None = None,
+        loop_id: str = "main",
+        on_message: MessageSink | None = None,
+        messages: list[Message] | None = None,
+    ) -> None:
+        self.provider = provider
+        self.registry = registry
+        self.backend = backend
+        self.policy = policy
+        self.system_prompt = system_prompt
+        self.emit_event = emit
+        self.settings = settings or LoopSettings()
+        self.hooks = hooks or Hooks()
+        self.loop_id = loop_id
+        self.on_message = on_message
+        self.messages: list[Message] = list(messages or [])
+        self.usage = UsageReport()
+        self._steering: collections.deque[str] = collections.deque()
+        self._cancel = asyncio.Event()
+        self._stream_task: asyncio.Task[Completed | None] | None = None
+        self.running = False
+
+    # -- what the outside may do -------------------------------------------------------------
+
+    def steer(self, text: str) -> None:
+        """Queue a user message; it goes to the model before the next request."""
+        self._steering.append(text)
+        self.emit(UserMessage(text=text, steering=True))
+
+    def cancel(self) -> None:
+        """Stop the stream and every running tool now; the session stays usable."""
+        self._cancel.set()
+        if self._stream_task is not None and not self._stream_task.done():
+            self._stream_task.cancel()
+
+    @property
+    def steering_pending(self) -> bool:
+        return bool(self._steering)
+
+    async def submit(self, prompt: str, *, images: list[ImagePart] | None = None) -> TurnOutcome:
+        """Run one user turn to its end (answer, max turns, cancel or error)."""
+        if self.running:
+            self.steer(prompt)
+            return TurnOutcome("steered", "", 0)
+        self.running = True
+        self._cancel = asyncio.Event()
+        self.emit(UserMessage(text=prompt))
+        self._append(Message(role="user", content=prompt, images=list(images or [])))
+        try:
+            outcome = await self._run()
+        finally:
+            self.running = False
+            self._stream_task = None
+        self.emit(TurnEnded(reason=outcome.reason, final_text=outcome.final_text))  # type: ignore[arg-type]
+        return outcome
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def emit(self, event: Event) -> None:
+        if event.loop_id != self.loop_id and event.loop_id == "main":
+            event = event.model_copy(update={"loop_id": self.loop_id})
+        self.emit_event(event)
+
+    def _append(self, message: Message) -> None:
+        self.messages.append(message)
+        if self.on_message is not None:
+            self.on_message(message)
+
+    def _inject_steering(self) -> None:
+        while self._steering:
+            self._append(Message(role="user", content=self._steering.popleft()))
+
+    async def _run(self) -> TurnOutcome:
+        final_text = ""
+        for turn in range(1, self.settings.max_turns + 1):
+            if self._cancel.is_set():
+                return TurnOutcome("cancelled", final_text, turn - 1)
+            self._inject_steering()
+            self.emit(TurnStarted(turn=turn))
+            for before in self.hooks.before_update:
+                await before(turn)
+            try:
+                completed = await self._request()
+            except asyncio.CancelledError:
+                if not self._cancel.is_set():
+                    raise
+                completed = None
+            except ProviderError as error:
+                self.emit(ErrorEvent(message=error.msg, title=error.title))
+                return TurnOutcome("error", final_text, turn, error=error.msg)
+            if completed is None:  # cancelled mid-stream
+                self.emit(Notice(message="cancelled by the user", level="warning"))
+                return TurnOutcome("cancelled", final_text, turn)
+            final_text = completed.text or final_text
+            if not completed.tool_calls:
+                for after in self.hooks.after_update:
+                    await after(turn)
+                if self._steering and not self._cancel.is_set():
+                    continue  # the user said more while the model answered: keep going
+                return TurnOutcome("completed", completed.text, turn, usage=self.usage)
+            await self._run_tools(completed.tool_calls)
+            for after in self.hooks.after_update:
+                await after(turn)
+            if self._cancel.is_set():
+                return TurnOutcome("cancelled", final_text, turn)
+        self.emit(Notice(message=f"stopped after {self.settings.max_turns} turns (max_turns)"))
+        return TurnOutcome("max_turns", final_text, self.settings.max_turns, usage=self.usage)
+
+    async def _request(self) -> Completed | None:
+        self._stream_task = asyncio.ensure_future(self._stream())
+        try:
+            return await self._stream_task
+        except asyncio.CancelledError:
+            if self._cancel.is_set():
+                return None
+            raise
+
+    async def _stream(self) -> Completed | None:
+        tools = self.registry.definitions(self.provider.tool_format)
+        text_parts: list[str] = []
+        try:
+            async for event in self.provider.stream(
+                system=self.system_prompt,
+                messages=self.messages,
+                tools=tools,
+                max_tokens=self.settings.max_tokens,
+            ):
+                if isinstance(event, TextDelta):
+                    text_parts.append(event.text)
+                    self.emit(AssistantTextDelta(text=event.text))
+                elif isinstance(event, UsageReport):
+                    self._add_usage(event)
+                elif isinstance(event, Completed):
+                    self._finish_message(event)
+                    return event
+        except asyncio.CancelledError:
+            partial = "".join(text_parts)
+            if partial:
+                self._append(Message(role="assistant", content=partial + "\n[interrupted]"))
+                self.emit(AssistantMessage(text=partial))
+            raise
+        except ProviderError as error:
+            partial = "".join(text_parts)
+            if partial:
+                self._append(Message(role="assistant", content=partial + "\n[interrupted]"))
+                self.emit(AssistantMessage(text=partial))
+            raise error
+        raise ProviderError(f"{self.provider.name} stream ended without a final message")
+
+    def _add_usage(self, usage: UsageReport) -> None:
+        self.usage.input_tokens += usage.input_tokens
+        self.usage.output_tokens += usage.output_tokens
+        self.emit(Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens))
+
+    def _finish_message(self, completed: Completed) -> None:
+        if completed.usage.input_tokens or completed.usage.output_tokens:
+            self._add_usage(completed.usage)
+        self._append(
+            Message(role="assistant", content=completed.text, tool_calls=completed.tool_calls)
+        )
+        self.emit(
+            AssistantMessage(
+                text=completed.text, tool_call_ids=[call.id for call in completed.tool_calls]
+            )
+        )
+        for call in completed.tool_calls:
+            self.emit(
+                ToolCallRequested(
+                    tool_call_id=call.id, tool_name=call.name, arguments=call.arguments
+                )
+            )
+
+    async def _run_tools(self, calls: list[ToolCall]) -> None:
+        executor = ToolExecutor(
+            self.settings.plan,
+            self._run_one,
+            needs_approval=lambda call: self.registry.needs_approval(
+                call.name, call.arguments, self.policy
+            ),
+            exclusive=lambda call: bool(
+                (tool := self.registry.get(call.name)) is not None and tool.exclusive
+            ),
+            steered=lambda: self.steering_pending,
+            cancelled=self._cancel.is_set,
+        )
+        results = await executor.run(calls)
+        for call, result in zip(calls, results, strict=True):
+            if result.details.get("skipped"):
+                self._emit_skipped(call, result)
+            self._append(
+                Message(
+                    role="tool",
+                    content=envelope(result.text),
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    is_error=result.is_error,
+                    images=[ImagePart(i.data, i.mime_type) for i in result.images],
+                )
+            )
+
+    def _emit_skipped(self, call: ToolCall, result: ToolResult) -> None:
+        self.emit(
+            ToolCallCompleted(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                is_error=True,
+                duration_ms=0.0,
+                error_type="Skipped",
+                summary=result.text.split("\n", 1)[0][:200],
+            )
+        )
+
+    def _context(self, call: ToolCall) -> ToolContext:
+        return ToolContext(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            backend=self.backend,
+            policy=self.policy,
+            cancel=self._cancel,
+            on_update=self.emit,
+            loop_id=self.loop_id,
+        )
+
+    async def _run_one(self, call: ToolCall) -> ToolResult:
+        info = ToolCallInfo(call.id, call.name, call.arguments)
+        decision = await self.hooks.run_before_tool(info)
+        if decision.deny_reason:
+            result = ToolResult.error(
+                "PermissionDenied", f"blocked by a hook: {decision.deny_reason}"
+            )
+            self.emit(
+                ToolCallCompleted(
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    is_error=True,
+                    duration_ms=0.0,
+                    error_type="PermissionDenied",
+                    summary=result.text[:200],
+                )
+            )
+            return result
+        arguments = decision.arguments if decision.arguments is not None else call.arguments
+        if decision.arguments is not None:
+            self.emit(Notice(message=f"a hook rewrote the arguments of {call.name}", level="info"))
+            info = ToolCallInfo(call.id, call.name, arguments)
+        result = await self.registry.execute(call.name, arguments, self._context(call))
+        return await self.hooks.run_after_tool(info, result)
+
+    # -- sub-agents --------------------------------------------------------------------------
+
+    async def run_child(
+        self,
+        prompt: str,
+        *,
+        tools: list[str] | None,
+        max_turns: int | None,
+        cancel: asyncio.Event,
+        exclude: tuple[str, ...] = ("agent",),
+    ) -> tuple[TurnOutcome, str]:
+        """Run a sub-agent to its end; its events reach the bus tagged with its own loop id."""
+        child_id = f"{self.loop_id}.child-{next(_child_ids)}"
+        child = AgentLoop(
+            provider=self.provider,
+            registry=self.registry.subset(tools, exclude=exclude),
+            backend=self.backend,
+            policy=self.policy,
+            system_prompt=self.system_prompt,
+            emit=self.emit_event,
+            settings=LoopSettings(
+                max_turns=max_turns or self.settings.subagent_max_turns,
+                plan=self.settings.plan,
+                max_tokens=self.settings.max_tokens,
+            ),
+            hooks=self.hooks,
+            loop_id=child_id,
+        )
+        watcher = asyncio.ensure_future(_propagate_cancel(cancel, child))
+        try:
+            outcome = await child.submit(prompt)
+        finally:
+            watcher.cancel()
+        return outcome, child_id
+
+
+async def _propagate_cancel(cancel: asyncio.Event, child: AgentLoop) -> None:
+    await cancel.wait()
+    child.cancel()
+
+
+def message_summary(messages: list[Message]) -> dict[str, Any]:
+    """Counts by role, for the headless JSON output."""
+    counts: dict[str, int] = {}
+    for message in messages:
+        counts[message.role] = counts.get(message.role, 0) + 1
+    return counts

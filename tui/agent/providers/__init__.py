@@ -1,0 +1,1 @@
+"""Model providers: the OpenAI Chat Completions and Anthropic Messages wire formats."""

@@ -1,0 +1,467 @@
+"""The Anthropic Messages wire format.
+
+Messages differs from Chat Completions in ways that matter to the loop: the system prompt is
+a top-level field, tool results are ``tool_result`` blocks inside a *user* message (several
+results of one turn must share one message), and a streamed tool input is JSON text in
+``input_json_delta`` pieces that is only valid once the block is complete. When the model hits
+``max_tokens`` mid-call the text is cut; it is passed on as is so the tool registry rejects it
+with a message the model can act on, instead of this module guessing or crashing.
+
+``MessagesStreamAssembler`` is separate from the HTTP code so recorded real streams can drive it.
+Token usage travels only in ``Completed.usage``: no separate ``UsageReport`` event is yielded,
+because the loop adds both and would count the turn twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+
+from tui.agent.providers.base import (
+    Completed,
+    Message,
+    Provider,
+    ProviderError,
+    ProviderEvent,
+    StreamInterrupted,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    UsageReport,
+)
+from tui.agent.providers.retry import (
+    DEFAULT_TIMEOUT,
+    ApiInfo,
+    RetryPolicy,
+    Transport,
+    error_message_from_body,
+)
+from tui.agent.providers.sse import aiter_sse_bytes
+
+__all__ = [
+    "API_VERSION",
+    "DEFAULT_BASE_URL",
+    "AnthropicProvider",
+    "MessagesStreamAssembler",
+    "build_request_body",
+    "events_from_message",
+    "normalise_stop_reason",
+]
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 8192
+
+_RETRYABLE_ERROR_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+
+
+def normalise_stop_reason(reason: str | None, *, has_tool_calls: bool) -> str:
+    """``stop_sequence`` is an ordinary end of turn for the loop; unknown words pass through."""
+    if reason is None:
+        return "tool_use" if has_tool_calls else "end_turn"
+    if reason == "stop_sequence":
+        return "end_turn"
+    return reason
+
+
+def _usage(data: Any, into: UsageReport | None = None) -> UsageReport:
+    """Merge a ``usage`` object; later events repeat or update earlier counts."""
+    usage = into or UsageReport()
+    if not isinstance(data, dict):
+        return usage
+    for wire, attribute in (
+        ("input_tokens", "input_tokens"),
+        ("output_tokens", "output_tokens"),
+        ("cache_read_input_tokens", "cache_read_tokens"),
+    ):
+        value = data.get(wire)
+        if isinstance(value, int) and not isinstance(value, bool):
+            setattr(usage, attribute, value)
+    return usage
+
+
+def _error(error: Any) -> ProviderError:
+    """An ``error`` event or body; overloads and server errors may be retried."""
+    kind = error.get("type") if isinstance(error, dict) else None
+    message = error_message_from_body(json.dumps({"error": error}).encode(), "unknown error")
+    label = f" ({kind})" if isinstance(kind, str) and kind else ""
+    return ProviderError(
+        f"Anthropic API error{label}: {message}", retryable=kind in _RETRYABLE_ERROR_TYPES
+    )
+
+
+@dataclass
+class _ToolBlock:
+    ordinal: int
+    id: str
+    name: str
+    initial_input: Any
+    partial_json: list[str] = field(default_factory=list)
+
+    def arguments(self) -> str:
+        """The raw input text; ``{}`` for none. Cut-off JSON stays cut off, on purpose."""
+        text = "".join(self.partial_json)
+        if text.strip():
+            return text
+        if isinstance(self.initial_input, dict) and self.initial_input:
+            return json.dumps(self.initial_input)
+        return "{}"
+
+
+@dataclass
+class MessagesStreamAssembler:
+    """Folds Messages stream events into provider events and, at the end, one ``Completed``."""
+
+    text: list[str] = field(default_factory=list)
+    tools: dict[int, _ToolBlock] = field(default_factory=dict)
+    """By content block index."""
+    stop_reason: str | None = None
+    usage: UsageReport = field(default_factory=UsageReport)
+    stopped: bool = False
+
+    def feed(self, name: str, data: dict[str, Any]) -> list[ProviderEvent]:
+        kind = data.get("type") if isinstance(data.get("type"), str) else name
+        if kind == "error":
+            raise _error(data.get("error", data))
+        if kind == "message_start":
+            message = data.get("message")
+            if isinstance(message, dict) and "usage" in message:
+                _usage(message["usage"], self.usage)
+        elif kind == "content_block_start":
+            return self._block_start(data)
+        elif kind == "content_block_delta":
+            return self._block_delta(data)
+        elif kind == "message_delta":
+            delta = data.get("delta")
+            if isinstance(delta, dict) and isinstance(delta.get("stop_reason"), str):
+                self.stop_reason = delta["stop_reason"]
+            if "usage" in data:
+                _usage(data["usage"], self.usage)
+        elif kind == "message_stop":
+            self.stopped = True
+        # ping, content_block_stop and unknown events carry nothing the loop needs.
+        return []
+
+    def _block_start(self, data: dict[str, Any]) -> list[ProviderEvent]:
+        index = data.get("index")
+        block = data.get("content_block")
+        if not isinstance(block, dict) or not isinstance(index, int):
+            return []
+        if block.get("type") == "text":
+            text = block.get("text")
+            if isinstance(text, str) and text:
+                self.text.append(text)
+                return [TextDelta(text)]
+        elif block.get("type") == "tool_use":
+            tool = _ToolBlock(
+                ordinal=len(self.tools),
+                id=str(block.get("id") or f"toolu_{len(self.tools)}"),
+                name=str(block.get("name") or ""),
+                initial_input=block.get("input"),
+            )
+            self.tools[index] = tool
+            return [
+                ToolCallDelta(index=tool.ordinal, id=tool.id, name=tool.name, arguments_delta="")
+            ]
+        return []  # thinking, server tools: not surfaced
+
+    def _block_delta(self, data: dict[str, Any]) -> list[ProviderEvent]:
+        delta = data.get("delta")
+        if not isinstance(delta, dict):
+            return []
+        if delta.get("type") == "text_delta":
+            text = delta.get("text")
+            if isinstance(text, str) and text:
+                self.text.append(text)
+                return [TextDelta(text)]
+        elif delta.get("type") == "input_json_delta":
+            tool = self.tools.get(data.get("index"))  # type: ignore[arg-type]
+            piece = delta.get("partial_json")
+            if tool is not None and isinstance(piece, str) and piece:
+                tool.partial_json.append(piece)
+                return [
+                    ToolCallDelta(index=tool.ordinal, id=None, name=None, arguments_delta=piece)
+                ]
+        return []
+
+    def finish(self) -> Completed:
+        """Everything assembled, including a cut-off tool input after ``max_tokens``."""
+        calls = [
+            ToolCall(id=tool.id, name=tool.name, arguments=tool.arguments())
+            for tool in sorted(self.tools.values(), key=lambda tool: tool.ordinal)
+        ]
+        return Completed(
+            text="".join(self.text),
+            tool_calls=calls,
+            stop_reason=normalise_stop_reason(self.stop_reason, has_tool_calls=bool(calls)),
+            usage=self.usage,
+        )
+
+
+def events_from_message(data: dict[str, Any]) -> list[ProviderEvent]:
+    """A whole ``message`` object (``stream=False``) as the events a stream ends with."""
+    if data.get("type") == "error" or ("error" in data and "content" not in data):
+        raise _error(data.get("error", data))
+    content = data.get("content")
+    if not isinstance(content, list):
+        raise ProviderError("Anthropic API answered without any content")
+    text: list[str] = []
+    calls: list[ToolCall] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            text.append(block["text"])
+        elif block.get("type") == "tool_use":
+            raw_input = block.get("input")
+            calls.append(
+                ToolCall(
+                    id=str(block.get("id") or f"toolu_{len(calls)}"),
+                    name=str(block.get("name") or ""),
+                    arguments=json.dumps(raw_input) if raw_input else "{}",
+                )
+            )
+    joined = "".join(text)
+    events: list[ProviderEvent] = []
+    if joined:
+        events.append(TextDelta(joined))
+    usage = _usage(data.get("usage"))
+    stop = data.get("stop_reason") if isinstance(data.get("stop_reason"), str) else None
+    events.append(
+        Completed(
+            text=joined,
+            tool_calls=calls,
+            stop_reason=normalise_stop_reason(stop, has_tool_calls=bool(calls)),
+            usage=usage,
+        )
+    )
+    return events
+
+
+def _tool_input(arguments: str) -> dict[str, Any]:
+    """The API wants an object; a call whose text never parsed is replayed as ``{}``."""
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _image_blocks(message: Message) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": image.mime_type, "data": image.data},
+        }
+        for image in message.images
+    ]
+
+
+def _is_tool_results(wire: dict[str, Any]) -> bool:
+    content = wire.get("content")
+    return (
+        wire.get("role") == "user"
+        and isinstance(content, list)
+        and bool(content)
+        and content[0].get("type") == "tool_result"
+    )
+
+
+def _messages_to_wire(messages: list[Message]) -> list[dict[str, Any]]:
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "tool":
+            block = {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id or "",
+                "content": message.content,
+                "is_error": message.is_error,
+            }
+            if wire and _is_tool_results(wire[-1]):
+                # One user message holds every result of a turn, results before any text.
+                content = wire[-1]["content"]
+                position = next(
+                    (i for i, b in enumerate(content) if b.get("type") != "tool_result"),
+                    len(content),
+                )
+                content.insert(position, block)
+            else:
+                wire.append({"role": "user", "content": [block]})
+        elif message.role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            if message.content:
+                blocks.append({"type": "text", "text": message.content})
+            blocks.extend(
+                {
+                    "type": "tool_use",
+                    "id": call.id,
+                    "name": call.name,
+                    "input": _tool_input(call.arguments),
+                }
+                for call in message.tool_calls
+            )
+            if blocks:  # the API rejects an empty assistant turn
+                wire.append({"role": "assistant", "content": blocks})
+        else:
+            extra = _image_blocks(message)
+            if message.content or not extra:
+                extra.append({"type": "text", "text": message.content})
+            if wire and _is_tool_results(wire[-1]):
+                wire[-1]["content"].extend(extra)
+            elif message.images:
+                wire.append({"role": "user", "content": extra})
+            else:
+                wire.append({"role": "user", "content": message.content})
+    return wire
+
+
+def build_request_body(
+    *,
+    model: str,
+    system: str,
+    messages: list[Message],
+    tools: list[dict[str, Any]],
+    max_tokens: int,
+    stream: bool,
+) -> dict[str, Any]:
+    """The JSON body for ``POST /v1/messages``; no ``tools`` key when there are none."""
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "messages": _messages_to_wire(messages),
+        "stream": stream,
+    }
+    if system:
+        body["system"] = system
+    if tools:
+        body["tools"] = tools
+    return body
+
+
+def _load(raw: bytes | str, what: str) -> dict[str, Any]:
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        raise ProviderError(f"Anthropic API sent {what} that is not JSON: {text[:200]!r}") from None
+    if not isinstance(data, dict):
+        raise ProviderError(f"Anthropic API sent {what} that is not a JSON object")
+    return data
+
+
+class AnthropicProvider(Provider):
+    """Messages over HTTP, streaming or not, with retries before the first event."""
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None,
+        base_url: str = DEFAULT_BASE_URL,
+        stream: bool = True,
+        client: httpx.AsyncClient | None = None,
+        max_retries: int = 4,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        backoff_base: float = 0.5,
+    ) -> None:
+        """``max_retries`` counts every attempt, the first included; ``max_tokens`` is the
+        default for requests that name none (the API requires one)."""
+        self.model = model
+        base = base_url.rstrip("/")
+        self.base_url = base.removesuffix("/v1")  # ANTHROPIC_BASE_URL has no /v1, but forgive it
+        self.streaming = stream
+        self.max_tokens = max_tokens
+        self._api_key = api_key or None
+        self._transport = Transport(
+            api=ApiInfo(
+                name="Anthropic API",
+                key_env="ANTHROPIC_API_KEY",
+                secrets=(api_key,) if api_key else (),
+                key_set=bool(api_key),
+            ),
+            policy=RetryPolicy(attempts=max_retries, backoff_base=backoff_base),
+            client=client,
+            timeout=timeout,
+        )
+
+    @property
+    def tool_format(self) -> Literal["anthropic"]:
+        return "anthropic"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/v1/messages"
+
+    def __repr__(self) -> str:
+        return (
+            f"AnthropicProvider(model={self.model!r}, base_url={self.base_url!r}, "
+            f"stream={self.streaming!r}, api_key={'set' if self._api_key else 'none'})"
+        )
+
+    def _headers(self) -> dict[str, str]:
+        headers = {
+            "anthropic-version": API_VERSION,
+            "Accept": "text/event-stream" if self.streaming else "application/json",
+        }
+        if self._api_key:
+            headers["x-api-key"] = self._api_key
+        return headers
+
+    def stream(
+        self,
+        *,
+        system: str,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[ProviderEvent]:
+        body = build_request_body(
+            model=self.model,
+            system=system,
+            messages=messages,
+            tools=tools,
+            max_tokens=max_tokens if max_tokens is not None else self.max_tokens,
+            stream=self.streaming,
+        )
+        parse = self._parse_stream if self.streaming else self._parse_json
+        return self._transport.stream(self.url, body, self._headers(), parse)
+
+    async def _parse_json(self, response: httpx.Response) -> AsyncGenerator[ProviderEvent, None]:
+        for event in events_from_message(_load(await response.aread(), "a response")):
+            yield event
+
+    async def _parse_stream(self, response: httpx.Response) -> AsyncGenerator[ProviderEvent, None]:
+        if "json" in response.headers.get("content-type", "").lower():
+            async for event in self._parse_json(response):
+                yield event
+            return
+        assembler = MessagesStreamAssembler()
+        try:
+            async for sse in aiter_sse_bytes(response.aiter_bytes()):
+                if not sse.data.strip():
+                    continue
+                for event in assembler.feed(sse.event, _load(sse.data, "a stream event")):
+                    yield event
+                if assembler.stopped:
+                    break
+        except httpx.TransportError:
+            if assembler.stop_reason is None:
+                raise  # the retry layer reports it as StreamInterrupted
+        if not assembler.stopped and assembler.stop_reason is None:
+            raise StreamInterrupted(
+                "the Anthropic API stream ended before message_stop",
+                retryable=True,
+            )
+        # message_delta carries the stop reason; after it only message_stop can be missing,
+        # so the answer is whole even if the connection then dropped.
+        yield assembler.finish()
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()

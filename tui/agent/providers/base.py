@@ -1,0 +1,140 @@
+"""The provider contract: a neutral conversation in, a stream of neutral events out.
+
+The loop never sees a wire format. Each provider turns ``Message`` lists into its own request
+body and its own SSE stream back into ``ProviderEvent``s, so adding a provider touches nothing
+else.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tui.errors import AgentTuiError
+
+
+@dataclass
+class ToolCall:
+    """A call the model asked for; ``arguments`` stays the raw JSON text the model sent."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class ImagePart:
+    data: str
+    """base64, no data: prefix."""
+    mime_type: str = "image/png"
+
+
+@dataclass
+class Message:
+    """One entry of the conversation, in no provider's format.
+
+    - ``user``: ``content`` (and optional images).
+    - ``assistant``: ``content`` text and the ``tool_calls`` it made.
+    - ``tool``: the result for ``tool_call_id`` (already in the harness envelope), ``is_error``.
+    """
+
+    role: Literal["user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    is_error: bool = False
+    images: list[ImagePart] = field(default_factory=list)
+
+
+@dataclass
+class TextDelta:
+    text: str
+
+
+@dataclass
+class ToolCallDelta:
+    """A piece of a tool call as it streams (for a live preview); ``index`` orders calls."""
+
+    index: int
+    id: str | None
+    name: str | None
+    arguments_delta: str
+
+
+@dataclass
+class UsageReport:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+
+
+@dataclass
+class Completed:
+    """The end of one response: everything assembled, ready for the loop."""
+
+    text: str
+    tool_calls: list[ToolCall]
+    stop_reason: str
+    """Normalised: ``end_turn``, ``tool_use``, ``max_tokens``, or the provider's own word."""
+    usage: UsageReport = field(default_factory=UsageReport)
+
+
+ProviderEvent = TextDelta | ToolCallDelta | UsageReport | Completed
+
+
+class ProviderError(AgentTuiError):
+    """The model API failed for good (after retries), or answered something unusable."""
+
+    title = "Model provider error"
+
+    def __init__(self, msg: str, *, status: int | None = None, retryable: bool = False) -> None:
+        super().__init__(msg)
+        self.status = status
+        self.retryable = retryable
+
+
+class StreamInterrupted(ProviderError):
+    """The stream stopped before its end marker: what arrived is not a complete answer."""
+
+    title = "Stream interrupted"
+
+
+class Provider(ABC):
+    """One model endpoint.
+
+    Implementations hold a shared ``httpx.AsyncClient`` and must close it in ``aclose``.
+    """
+
+    name: str
+    model: str
+
+    @abstractmethod
+    def stream(
+        self,
+        *,
+        system: str,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[ProviderEvent]:
+        """Send one request and yield its events; the last one is always ``Completed``.
+
+        ``tools`` are definitions in this provider's own format (from
+        ``ToolRegistry.definitions``); an empty list means the request has no ``tools`` key.
+        Cancelling the consuming task closes the HTTP stream at once.
+
+        Raises:
+            ProviderError: after the last retry, with a message safe to show (no API key).
+            StreamInterrupted: the connection dropped mid-answer.
+        """
+
+    @property
+    @abstractmethod
+    def tool_format(self) -> Literal["openai", "anthropic"]:
+        """Which ``ToolRegistry.definitions`` format this provider sends."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional
+        """Release the HTTP client."""

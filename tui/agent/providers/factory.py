@@ -1,0 +1,68 @@
+"""Choosing a provider from a name, explicit settings and the environment.
+
+The environment variables are the ones the official SDKs read, so a user's existing setup
+works unchanged; explicit arguments (from flags or config) win over them. A missing key is
+reported here, before any request, unless a custom base URL points at a server that may not
+need one (Ollama, vLLM, llama.cpp).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Literal
+
+from tui.agent.providers.base import Provider, ProviderError
+
+__all__ = ["ENV_VARS", "ProviderName", "make_provider"]
+
+ProviderName = Literal["openai", "anthropic"]
+
+ENV_VARS: dict[str, tuple[str, str]] = {
+    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+}
+"""Provider name to (key variable, base URL variable)."""
+
+
+def _setting(explicit: str | None, variable: str, environ: Mapping[str, str]) -> str | None:
+    if explicit:
+        return explicit
+    value = environ.get(variable, "").strip()
+    return value or None
+
+
+def make_provider(
+    name: ProviderName,
+    model: str,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    stream: bool = True,
+    environ: Mapping[str, str] | None = None,
+) -> Provider:
+    """A ready provider; ``environ`` defaults to ``os.environ`` (tests pass their own).
+
+    Raises:
+        ProviderError: unknown provider name, or no key for the official endpoint.
+    """
+    env = os.environ if environ is None else environ
+    if name not in ENV_VARS:
+        known = ", ".join(sorted(ENV_VARS))
+        raise ProviderError(f"unknown provider {name!r}; choose one of: {known}")
+    key_var, url_var = ENV_VARS[name]
+    key = _setting(api_key, key_var, env)
+    url = _setting(base_url, url_var, env)
+    if key is None and url is None:
+        raise ProviderError(
+            f"{key_var} is not set. Export it, or set {url_var} to a server that needs no key."
+        )
+    # Imported here so that naming a provider (or --version) does not load httpx.
+    if name == "openai":
+        from tui.agent.providers.openai import DEFAULT_BASE_URL, OpenAIProvider
+
+        return OpenAIProvider(model, api_key=key, base_url=url or DEFAULT_BASE_URL, stream=stream)
+    from tui.agent.providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
+    from tui.agent.providers.anthropic import AnthropicProvider
+
+    return AnthropicProvider(model, api_key=key, base_url=url or ANTHROPIC_URL, stream=stream)

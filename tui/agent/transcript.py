@@ -1,0 +1,415 @@
+"""Session transcripts: one append-only JSONL file per session, written as things happen.
+
+Why JSONL and append-only: a session must survive the process dying at any moment. Each
+record is one line, written and flushed the moment it is appended, so a ``kill -9`` loses
+nothing already shown; at worst the record being written is left as half a line, which readers
+skip and count instead of failing on. Appending a small line costs microseconds, so the event
+loop writes synchronously rather than paying for a thread hop per record.
+
+Why a folder per workspace: ``agent-tui --continue`` wants "the latest session *here*", and
+listing one folder is cheaper and simpler than reading every header. The folder name carries
+the workspace's basename for people and a hash of its canonical path for uniqueness.
+
+Two kinds of record follow the header: ``event`` (what the UI showed, for replay and audit) and
+``message`` (the neutral conversation, which is what resuming feeds back to the model).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import logging
+import os
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from tui.agent.providers.base import ImagePart, Message, ToolCall
+from tui.errors import AgentTuiError
+from tui.events import EVENT_ADAPTER, AnyEvent, Event
+from tui.locations import data_dir
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+SUFFIX = ".jsonl"
+_MESSAGE_PREFIX = b'{"type":"message"'
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+_PREVIEW_CHARS = 60
+
+
+class SessionNotFound(AgentTuiError):
+    """The id names no session file; the message lists recent ones to pick from."""
+
+    title = "Session not found"
+
+
+class TranscriptError(AgentTuiError):
+    """A file in the sessions folder is not a transcript this version can read."""
+
+    title = "Unreadable transcript"
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def message_to_json(message: Message) -> dict[str, Any]:
+    """Every field, nested tool calls and images included, so a resume loses nothing."""
+    return dataclasses.asdict(message)
+
+
+def message_from_json(data: Mapping[str, Any]) -> Message:
+    """The inverse of ``message_to_json``; unknown keys (a newer writer) are ignored."""
+    fields = _known_fields(Message, data)
+    fields["tool_calls"] = [
+        ToolCall(**_known_fields(ToolCall, call)) for call in data.get("tool_calls") or []
+    ]
+    fields["images"] = [
+        ImagePart(**_known_fields(ImagePart, image)) for image in data.get("images") or []
+    ]
+    return Message(**fields)
+
+
+def _known_fields(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {key: value for key, value in data.items() if key in names}
+
+
+def _encode(record: Mapping[str, Any]) -> bytes:
+    """One line: compact, ``type`` first (listing counts messages by that prefix without
+    parsing), and JSON escapes every newline inside strings, so a record is always one line."""
+    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+
+# --------------------------------------------------------------------------- transcript
+
+
+class Transcript:
+    """One open session file. Each append is written and flushed before it returns."""
+
+    def __init__(self, path: Path, header: Mapping[str, Any], file: IO[bytes]) -> None:
+        self.path = path
+        self.header = dict(header)
+        self.id: str = str(header["id"])
+        self._file = file
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def append_event(self, event: Event) -> None:
+        self._write({"type": "event", "event": event.model_dump(mode="json")})
+
+    def append_message(self, message: Message) -> None:
+        self._write({"type": "message", "message": message_to_json(message)})
+
+    def _write(self, record: Mapping[str, Any]) -> None:
+        if self._file.closed:
+            raise TranscriptError(f"transcript {self.id} is closed; nothing more can be recorded")
+        self._file.write(_encode(record))
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+    async def aclose(self) -> None:
+        """Closing a file whose every write is already flushed is instant: no thread needed."""
+        self.close()
+
+    def __enter__(self) -> Transcript:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """What ``agent-tui sessions`` shows, read without parsing every record."""
+
+    id: str
+    workspace: str
+    created: dt.datetime
+    updated: dt.datetime
+    """The file's modification time: the last thing recorded."""
+    preview: str
+    """The first user message, on one line, shortened."""
+    message_count: int
+    path: Path
+    provider: str = ""
+    model: str = ""
+
+
+@dataclass
+class SessionRecords:
+    """Everything in one file, with how many lines could not be read."""
+
+    header: dict[str, Any]
+    messages: list[Message] = field(default_factory=list)
+    events: list[AnyEvent] = field(default_factory=list)
+    skipped: int = 0
+    """Corrupt, partial or unknown lines left out (a killed writer leaves half a line)."""
+    skipped_lines: list[int] = field(default_factory=list)
+    """Their 1-based line numbers."""
+
+
+def _read_header(path: Path) -> dict[str, Any]:
+    with path.open("rb") as file:
+        first = file.readline()
+    try:
+        header = json.loads(first)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        header = None
+    if not isinstance(header, dict) or header.get("type") != "session" or "id" not in header:
+        raise TranscriptError(f"{path} does not start with a session header")
+    if header.get("version", FORMAT_VERSION) > FORMAT_VERSION:
+        raise TranscriptError(
+            f"{path} was written by a newer agent-tui (format {header['version']})"
+        )
+    return header
+
+
+def read_records(path: Path) -> SessionRecords:
+    """Parse a transcript, skipping (and counting) every line that cannot be read."""
+    lines = path.read_bytes().split(b"\n")
+    records = SessionRecords(header=_read_header(path))
+    for number, raw in enumerate(lines[1:], start=2):
+        if not raw.strip():
+            continue
+        if not _take(records, raw):
+            records.skipped += 1
+            records.skipped_lines.append(number)
+    if records.skipped:
+        log.warning(
+            "%s: skipped %d unreadable line(s) %s", path, records.skipped, records.skipped_lines
+        )
+    return records
+
+
+def _take(records: SessionRecords, raw: bytes) -> bool:
+    """Add one line's record; False when it is corrupt or of a kind this version lacks."""
+    try:
+        record = json.loads(raw)
+        if record["type"] == "message":
+            records.messages.append(message_from_json(record["message"]))
+        elif record["type"] == "event":
+            records.events.append(EVENT_ADAPTER.validate_python(record["event"]))
+        else:
+            return False
+    except (ValueError, KeyError, TypeError, ValidationError):
+        return False
+    return True
+
+
+def _scan_info(path: Path) -> SessionInfo:
+    """Header, message count and first user message, parsing only the lines it needs."""
+    header = _read_header(path)
+    count, preview = 0, ""
+    with path.open("rb") as file:
+        file.readline()
+        for raw in file:
+            if not (raw.startswith(_MESSAGE_PREFIX) and raw.endswith(b"\n")):
+                continue
+            count += 1
+            if not preview:
+                preview = _user_preview(raw)
+    return SessionInfo(
+        id=str(header["id"]),
+        workspace=str(header.get("workspace", "")),
+        created=_parse_time(header.get("created")),
+        updated=dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC),
+        preview=preview,
+        message_count=count,
+        path=path,
+        provider=str(header.get("provider", "")),
+        model=str(header.get("model", "")),
+    )
+
+
+def _user_preview(raw: bytes) -> str:
+    try:
+        message = json.loads(raw)["message"]
+    except (ValueError, KeyError, TypeError):
+        return ""
+    if message.get("role") != "user":
+        return ""
+    text = " ".join(str(message.get("content", "")).split())
+    return text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 1] + "…"
+
+
+def _parse_time(value: Any) -> dt.datetime:
+    try:
+        return dt.datetime.fromisoformat(str(value))
+    except ValueError:
+        return dt.datetime.fromtimestamp(0, dt.UTC)
+
+
+# --------------------------------------------------------------------------- the store
+
+
+def workspace_key(workspace: Path) -> str:
+    """``myproj-1a2b3c4d``: readable, and unique per canonical path (two ``app`` folders
+    in different places never share a folder)."""
+    canonical = workspace.resolve()
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", canonical.name).strip("._")[:40] or "root"
+    digest = hashlib.sha256(str(canonical).encode()).hexdigest()[:8]
+    return f"{name}-{digest}"
+
+
+def new_session_id(now: dt.datetime | None = None) -> str:
+    """``20261122-150102-ab12cd``: UTC so ids sort by time across DST and time zones."""
+    moment = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
+    return f"{moment:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+class SessionStore:
+    """The sessions folder: creates, finds, lists and reads transcripts."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root if root is not None else data_dir() / "sessions"
+
+    def workspace_dir(self, workspace: Path) -> Path:
+        return self.root / workspace_key(workspace)
+
+    def create(self, workspace: Path, provider: str, model: str) -> Transcript:
+        """Start a new session file with its header already on disk."""
+        folder = self.workspace_dir(workspace)
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        now = dt.datetime.now(dt.UTC)
+        while True:
+            session_id = new_session_id(now)
+            path = folder / f"{session_id}{SUFFIX}"
+            try:  # exclusive: two sessions started in the same second never share a file
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+            except FileExistsError:
+                continue
+            break
+        header = {
+            "type": "session",
+            "id": session_id,
+            "workspace": str(workspace.resolve()),
+            "created": now.isoformat(timespec="seconds"),
+            "provider": provider,
+            "model": model,
+            "version": FORMAT_VERSION,
+        }
+        transcript = Transcript(path, header, os.fdopen(fd, "ab"))
+        transcript._write(header)
+        return transcript
+
+    def open(self, session_id: str) -> Transcript:
+        """Reopen a session to append to it (resume). A half line left by a killed writer is
+        ended first, so it cannot swallow the next record."""
+        path = self.find(session_id)
+        header = _read_header(path)
+        file = path.open("ab")
+        if not _ends_with_newline(path):
+            file.write(b"\n")
+            file.flush()
+        return Transcript(path, header, file)
+
+    def find(self, session_id: str) -> Path:
+        """The file of ``session_id`` (or of the one session whose id starts with it)."""
+        if _SAFE_ID.match(session_id):
+            exact = sorted(self.root.glob(f"*/{session_id}{SUFFIX}"))
+            if exact:
+                return exact[0]
+            prefixed = sorted(self.root.glob(f"*/{session_id}*{SUFFIX}"))
+            if len(prefixed) == 1:
+                return prefixed[0]
+            if prefixed:
+                ids = ", ".join(p.stem for p in prefixed[:5])
+                raise SessionNotFound(f"session id {session_id!r} is ambiguous: it starts {ids}")
+        raise SessionNotFound(self._not_found_message(session_id))
+
+    def _not_found_message(self, session_id: str) -> str:
+        recent = sorted(self._files(None), key=_mtime, reverse=True)[:5]
+        if not recent:
+            return f"no session {session_id!r}: there are no saved sessions in {self.root}"
+        ids = ", ".join(path.stem for path in recent)
+        return (
+            f"no session {session_id!r} in {self.root}. Recent sessions: {ids} "
+            "(`agent-tui sessions` lists them all)"
+        )
+
+    def list(self, workspace: Path | None = None) -> list[SessionInfo]:
+        """Sessions of one workspace (or all), most recently updated first."""
+        infos = []
+        for path in self._files(workspace):
+            try:
+                infos.append(_scan_info(path))
+            except (OSError, TranscriptError) as exc:
+                log.warning("skipping %s: %s", path, exc)
+        return sorted(infos, key=lambda info: (info.updated, info.id), reverse=True)
+
+    def latest(self, workspace: Path) -> SessionInfo | None:
+        infos = self.list(workspace)
+        return infos[0] if infos else None
+
+    def read(self, session_id: str) -> SessionRecords:
+        return read_records(self.find(session_id))
+
+    def load_messages(self, session_id: str) -> list[Message]:
+        """The conversation to hand back to the model when resuming."""
+        return self.read(session_id).messages
+
+    def load_events(self, session_id: str) -> list[AnyEvent]:
+        """The events to replay into the UI; unreadable lines are skipped (``read`` counts
+        them)."""
+        return self.read(session_id).events
+
+    def _files(self, workspace: Path | None) -> list[Path]:
+        pattern = f"*{SUFFIX}" if workspace is not None else f"*/*{SUFFIX}"
+        base = self.workspace_dir(workspace) if workspace is not None else self.root
+        return [path for path in base.glob(pattern) if path.is_file()] if base.is_dir() else []
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as file:
+        file.seek(0, 2)
+        if file.tell() == 0:
+            return True
+        file.seek(-1, 2)
+        return file.read(1) == b"\n"
+
+
+# --------------------------------------------------------------------------- display
+
+
+def format_session_table(infos: list[SessionInfo]) -> str:
+    """A plain table for ``agent-tui sessions``: id, local update time, messages, preview."""
+    if not infos:
+        return "no sessions"
+    rows = [("ID", "UPDATED", "MSGS", "FIRST MESSAGE")]
+    for info in infos:
+        updated = info.updated.astimezone().strftime("%Y-%m-%d %H:%M")
+        rows.append((info.id, updated, str(info.message_count), info.preview or "-"))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = []
+    for row in rows:
+        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].rjust(widths[2])]
+        lines.append("  ".join([*cells, row[3]]).rstrip())
+    return "\n".join(lines)

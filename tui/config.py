@@ -1,0 +1,927 @@
+"""Settings: one validated model built from layered TOML files, the environment and CLI flags.
+
+Why layers: a person keeps their provider and taste in the user file, a project pins what its
+workspace needs (a model, rules, hooks) in ``.agent-tui.toml``, CI overrides a value with an
+environment variable, and a flag wins for one run. Each layer is merged section by section, so a
+workspace file that sets only ``[provider].model`` keeps the user file's ``[provider].name``.
+
+Why the bookkeeping: a config typo found at start-up is only useful if the message says where
+to fix it. Every value remembers the layer that set it, so a validation error names the file,
+the line and the key (or the environment variable) instead of a bare pydantic path. Every
+section forbids unknown keys for the same reason: ``max_turn = 5`` must fail, not be ignored.
+
+Lists are values, not sections: a later layer's ``[security].allow`` replaces an earlier one,
+it is never concatenated (so a workspace cannot quietly extend what a user file restricts by
+accident, and what is in force is always what one file says).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import copy
+import enum
+import inspect
+import itertools
+import json
+import os
+import re
+import textwrap
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import tomlkit
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    RootModel,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from tui.errors import AgentTuiError
+from tui.locations import config_dir
+from tui.security.permissions import ApprovalMode
+from tui.security.rules import InvalidRule, Rule
+from tui.security.settings import SecuritySettings
+
+ENV_PREFIX = "AGENT_TUI_"
+ENV_NESTED_DELIMITER = "__"
+USER_CONFIG_NAME = "config.toml"
+WORKSPACE_CONFIG_NAME = ".agent-tui.toml"
+
+ProviderName = Literal["openai", "anthropic"]
+DEFAULT_MODELS: dict[str, str] = {"openai": "gpt-4.1", "anthropic": "claude-sonnet-4-5"}
+
+KeyPath = tuple[str | int, ...]
+
+_SECTION = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+def default_model(name: str) -> str:
+    """The model used when none is configured: each provider has a sensible everyday one."""
+    return DEFAULT_MODELS[name]
+
+
+# --------------------------------------------------------------------------- sections
+
+
+class ProviderSettings(BaseModel):
+    """Which model API to talk to and how."""
+
+    model_config = _SECTION
+
+    name: ProviderName = "openai"
+    """The API flavour: ``openai`` (Chat Completions) or ``anthropic`` (Messages)."""
+    model: str | None = None
+    """The model id; left unset it follows ``name`` (gpt-4.1 / claude-sonnet-4-5)."""
+    base_url: str | None = None
+    """An OpenAI- or Anthropic-compatible endpoint (a proxy, a local server)."""
+    api_key: SecretStr | None = None
+    """Discouraged: prefer OPENAI_API_KEY / ANTHROPIC_API_KEY in the environment, which never
+    lands in a file someone might commit or share."""
+    stream: bool = True
+    """Stream tokens as they arrive (off only for endpoints that cannot stream)."""
+    max_tokens: int | None = Field(default=None, gt=0)
+    """Cap on the tokens of one answer; unset uses the provider's own default."""
+    request_timeout: float = Field(default=600, gt=0)
+    """Seconds one model request may take before it is abandoned."""
+
+    @model_validator(mode="after")
+    def _fill_model(self) -> ProviderSettings:
+        """Resolve the model here so every consumer sees a concrete id, never None."""
+        if self.model is None:
+            self.model = default_model(self.name)
+        return self
+
+
+class AgentSettings(BaseModel):
+    """How the agent loop runs."""
+
+    model_config = _SECTION
+
+    max_turns: int = Field(default=50, ge=1)
+    """Model requests allowed for one user message before the loop stops and says so."""
+    strategy: Literal["sequential", "parallel", "batched"] = "parallel"
+    """How the tool calls of one answer run: one by one, all at once, or ``batch_size`` at
+    a time."""
+    batch_size: int = Field(default=4, ge=1)
+    """Calls run together under the ``batched`` strategy."""
+    system_prompt: str | None = None
+    """Extra instructions appended to the built-in system prompt."""
+    subagent_max_turns: int = Field(default=20, ge=1)
+    """The ``max_turns`` of a sub-agent's own loop."""
+
+
+class ToolsSettings(RootModel[dict[str, bool]]):
+    """Per-tool switches, keyed by tool name.
+
+    Names are not checked against the built-in set: MCP servers add tools later, and a switch
+    for a tool that is not there is harmless.
+    """
+
+    root: dict[str, bool] = Field(default_factory=dict)
+
+    def enabled(self, name: str) -> bool:
+        """A tool is on unless switched off explicitly."""
+        return self.root.get(name, True)
+
+    def disabled(self) -> list[str]:
+        return sorted(name for name, on in self.root.items() if not on)
+
+
+class SavedGrant(BaseModel):
+    """One "allow always" grant saved by the GrantStore (which reads them itself)."""
+
+    model_config = _SECTION
+
+    rule: str
+    """``tool``, ``tool(exact)`` or ``tool(prefix:*)``."""
+    workspace: str = "*"
+    """The canonical workspace it applies to, or ``*`` for all."""
+    created: float = 0
+    """Unix seconds when it was granted."""
+
+    @field_validator("rule")
+    @classmethod
+    def _rule_parses(cls, value: str) -> str:
+        """A broken saved rule would otherwise only fail later, inside the GrantStore."""
+        try:
+            Rule.parse(value)
+        except InvalidRule as exc:
+            raise ValueError(exc.msg) from None
+        return value
+
+
+class ApprovalSettings(BaseModel):
+    """When a person is asked before a call runs."""
+
+    model_config = _SECTION
+
+    mode: ApprovalMode = ApprovalMode.ASK
+    """``read-only``, ``ask``, ``auto-edit`` or ``full-auto`` (see ``--approval-mode``)."""
+    timeout: float | None = Field(default=None, gt=0)
+    """Seconds to wait for an answer before the call is denied; unset waits for ever."""
+    grants: list[SavedGrant] = Field(default_factory=list)
+    """Saved "allow always" grants, written by the app; delete an entry to revoke it."""
+
+
+class HookCommand(BaseModel):
+    """A shell command run around tool calls whose tool name matches."""
+
+    model_config = _SECTION
+
+    matcher: str = "*"
+    """``*`` for every tool, else a tool name or a regular expression matched in full."""
+    command: str
+    """The shell command; it receives the call as JSON on stdin."""
+    timeout: float = Field(default=30, gt=0)
+    """Seconds before the hook is killed."""
+
+    @field_validator("matcher")
+    @classmethod
+    def _matcher_compiles(cls, value: str) -> str:
+        """Catch a bad regex at start-up rather than on the first tool call."""
+        if value != "*":
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression: {exc}") from None
+        return value
+
+    def matches(self, tool_name: str) -> bool:
+        return self.matcher == "*" or re.fullmatch(self.matcher, tool_name) is not None
+
+
+class HooksSettings(BaseModel):
+    """Commands run before and after tool calls (checks, formatters, notifications)."""
+
+    model_config = _SECTION
+
+    pre_tool_use: list[HookCommand] = Field(default_factory=list)
+    """Run before a matching call; a non-zero exit blocks the call."""
+    post_tool_use: list[HookCommand] = Field(default_factory=list)
+    """Run after a matching call has finished."""
+
+
+class TmuxSettings(BaseModel):
+    """The tmux server the agent's long-running commands live in."""
+
+    model_config = _SECTION
+
+    socket_name: str | None = None
+    """A private tmux socket (``tmux -L``); unset uses a per-user agent-tui socket."""
+    session: str = "agent"
+    """The tmux session name the agent's windows go in."""
+    max_sessions: int = Field(default=8, ge=1)
+    """Sessions the agent may keep open at once."""
+    max_panes: int = Field(default=16, ge=1)
+    """Panes the agent may keep open at once."""
+    history_limit: int = Field(default=50000, ge=0)
+    """Scroll-back lines kept per pane."""
+
+
+class SshSettings(BaseModel):
+    """The remote host commands run on when the SSH backend is chosen."""
+
+    model_config = _SECTION
+
+    host: str | None = None
+    """``user@host[:port]`` or an alias from ~/.ssh/config."""
+    identity_file: str | None = None
+    """A private key file; unset uses the agent and ssh config."""
+    known_hosts: str | None = None
+    """A known_hosts file; unset uses ~/.ssh/known_hosts."""
+    connect_timeout: float = Field(default=10, gt=0)
+    """Seconds to wait for the connection."""
+
+
+class Settings(BaseModel):
+    """Everything configurable, one attribute per TOML section."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    provider: ProviderSettings = Field(default_factory=ProviderSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
+    security: SecuritySettings = Field(default_factory=SecuritySettings)
+    approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
+    hooks: HooksSettings = Field(default_factory=HooksSettings)
+    tmux: TmuxSettings = Field(default_factory=TmuxSettings)
+    ssh: SshSettings = Field(default_factory=SshSettings)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    """One problem, pinned to where it can be fixed."""
+
+    source: str
+    """A file path, ``environment variable NAME`` or ``command-line options``."""
+    line: int | None
+    key: str
+    """``[section].key`` (``[hooks].pre_tool_use[0].timeout``), or empty when unknown."""
+    message: str
+
+    def __str__(self) -> str:
+        where = self.source if self.line is None else f"{self.source} line {self.line}"
+        key = f"{self.key}: " if self.key else ""
+        return f"config error in {where}: {key}{self.message}"
+
+
+class ConfigError(AgentTuiError):
+    """The configuration cannot be used; the message says where to fix each problem."""
+
+    title = "Configuration error"
+
+    def __init__(self, issues: list[ConfigIssue]) -> None:
+        super().__init__("\n".join(str(issue) for issue in issues))
+        self.issues = issues
+
+    @property
+    def source(self) -> str:
+        return self.issues[0].source
+
+    @property
+    def line(self) -> int | None:
+        return self.issues[0].line
+
+    @property
+    def key(self) -> str:
+        return self.issues[0].key
+
+
+# --------------------------------------------------------------------------- layers
+
+
+@dataclass
+class _Layer:
+    """One source of values and enough about it to point at a key inside it."""
+
+    data: dict[str, Any]
+    path: Path | None = None
+    text: str = ""
+    env_names: dict[KeyPath, str] = field(default_factory=dict)
+    label: str = ""
+    _lines: dict[KeyPath, int] | None = None
+
+    @property
+    def description(self) -> str:
+        return str(self.path) if self.path is not None else self.label
+
+    def locate(self, loc: KeyPath) -> tuple[str, int | None]:
+        """Where ``loc`` was written: (source, line) — the variable name for the environment."""
+        if self.env_names:
+            hit = _longest_prefix(loc, self.env_names)
+            if hit is not None:
+                return f"environment variable {self.env_names[hit]}", None
+            # An unknown section: every variable below it is to blame.
+            names = [n for p, n in self.env_names.items() if p[: len(loc)] == loc]
+            plural = "s" if len(names) > 1 else ""
+            return f"environment variable{plural} {', '.join(names) or 'AGENT_TUI_*'}", None
+        if self.path is None:
+            return self.label, None
+        if self._lines is None:
+            self._lines = key_lines(self.text)
+        hit = _longest_prefix(loc, self._lines)
+        return str(self.path), (self._lines[hit] if hit is not None else None)
+
+
+def _longest_prefix(loc: KeyPath, known: Mapping[KeyPath, Any]) -> KeyPath | None:
+    for end in range(len(loc), 0, -1):
+        if loc[:end] in known:
+            return loc[:end]
+    return None
+
+
+def _read_file_layer(path: Path) -> _Layer:
+    """Parse one TOML file; a syntax error names the line and, when it can, the key."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([ConfigIssue(str(path), None, "", f"cannot read: {exc}")]) from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([_syntax_issue(path, text, exc)]) from exc
+    return _Layer(data=data, path=path, text=text)
+
+
+_TOML_POSITION = re.compile(r"\s*\((?:at line (\d+), column (\d+)|at end of document)\)\s*$")
+
+
+def _syntax_issue(path: Path, text: str, exc: tomllib.TOMLDecodeError) -> ConfigIssue:
+    raw = str(exc)
+    match = _TOML_POSITION.search(raw)
+    reason = raw[: match.start()] if match else raw
+    if match and match.group(1):
+        line, column = int(match.group(1)), int(match.group(2))
+        reason = f"{reason} (column {column})"
+    else:
+        line = max(1, text.count("\n") + (0 if text.endswith("\n") else 1))
+    return ConfigIssue(str(path), line, _key_near_line(text, line), f"TOML syntax error: {reason}")
+
+
+_HEADER_LINE = re.compile(r"^\s*\[\[?\s*([^\[\]]+?)\s*\]\]?\s*(?:#.*)?$")
+_KEY_LINE = re.compile(r"""^\s*([A-Za-z0-9_\-."' ]+?)\s*=""")
+
+
+def _key_near_line(text: str, line: int) -> str:
+    """A best guess at the key a broken line was setting: the text is not valid TOML, so
+    this is a line scan, not a parse."""
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return ""
+    current = lines[line - 1]
+    header = _HEADER_LINE.match(current)
+    if header:
+        return f"[{header.group(1)}]"
+    section = ""
+    for previous in reversed(lines[: line - 1]):
+        found = _HEADER_LINE.match(previous)
+        if found:
+            section = found.group(1)
+            break
+    key = _KEY_LINE.match(current)
+    if key is None:
+        return f"[{section}]" if section else ""
+    name = key.group(1).strip()
+    return f"[{section}].{name}" if section else name
+
+
+def _env_layer(env: Mapping[str, str]) -> _Layer:
+    """``AGENT_TUI_SECTION__KEY=value``; a value that looks like JSON (``[…]``/``{…}``) is
+    parsed as JSON, everything else stays a string for pydantic's lax coercion.
+
+    Only names with the ``__`` delimiter are settings: a section is never a scalar, and this
+    keeps ``AGENT_TUI_CONFIG_DIR``/``AGENT_TUI_DATA_DIR`` (read by ``tui.locations``) out.
+    """
+    layer = _Layer(data={}, label="environment")
+    for name in sorted(env):
+        if not name.upper().startswith(ENV_PREFIX):
+            continue
+        rest = name[len(ENV_PREFIX) :]
+        if ENV_NESTED_DELIMITER not in rest:
+            continue
+        parts = tuple(part.lower() for part in rest.split(ENV_NESTED_DELIMITER))
+        where = f"environment variable {name}"
+        if not all(parts):
+            raise ConfigError([ConfigIssue(where, None, "", "empty key between '__' separators")])
+        _env_insert(layer.data, parts, _env_value(env[name]), where)
+        layer.env_names[parts] = name
+    return layer
+
+
+def _env_insert(data: dict[str, Any], parts: tuple[str, ...], value: Any, where: str) -> None:
+    node = data
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(
+                [
+                    ConfigIssue(
+                        where,
+                        None,
+                        _format_key(parts),
+                        "conflicts with a variable that sets its parent",
+                    )
+                ]
+            )
+        node = child
+    if isinstance(node.get(parts[-1]), dict):
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    where,
+                    None,
+                    _format_key(parts),
+                    "conflicts with a variable that sets a key inside it",
+                )
+            ]
+        )
+    node[parts[-1]] = value
+
+
+def _env_value(raw: str) -> Any:
+    if raw.strip().startswith(("[", "{")):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    return raw
+
+
+def _drop_none(data: Mapping[str, Any]) -> dict[str, Any]:
+    """CLI parsers give None for a flag not given; TOML has no null, so None means "unset"."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            out[key] = _drop_none(value)
+        elif value is not None:
+            out[key] = value
+    return out
+
+
+def find_workspace_config(workspace: Path) -> Path | None:
+    """The ``.agent-tui.toml`` of the workspace or of its nearest parent that has one, so a
+    command started in a sub-folder still gets the project's settings."""
+    start = workspace.resolve()
+    for folder in (start, *start.parents):
+        candidate = folder / WORKSPACE_CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+# --------------------------------------------------------------------------- merging
+
+
+@dataclass
+class _Merged:
+    data: dict[str, Any] = field(default_factory=dict)
+    origins: dict[KeyPath, _Layer] = field(default_factory=dict)
+
+    def add(self, layer: _Layer) -> None:
+        self._merge(self.data, layer.data, (), layer)
+
+    def _merge(
+        self, base: dict[str, Any], new: Mapping[str, Any], prefix: KeyPath, layer: _Layer
+    ) -> None:
+        for key, value in new.items():
+            path = (*prefix, key)
+            if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+                self.origins[path] = layer
+                self._merge(base[key], value, path, layer)
+                continue
+            self._forget(path)
+            base[key] = copy.deepcopy(dict(value) if isinstance(value, Mapping) else value)
+            for sub in _dict_paths(value, path):
+                self.origins[sub] = layer
+
+    def _forget(self, path: KeyPath) -> None:
+        """A value replaced wholesale no longer has parts set by an older layer."""
+        for known in [k for k in self.origins if k[: len(path)] == path]:
+            del self.origins[known]
+
+
+def _dict_paths(value: Any, path: KeyPath) -> Iterator[KeyPath]:
+    """The path itself and every key below it through tables (lists are single values)."""
+    yield path
+    if isinstance(value, Mapping):
+        for key, child in value.items():
+            yield from _dict_paths(child, (*path, key))
+
+
+# --------------------------------------------------------------------------- loading
+
+
+@dataclass(frozen=True)
+class LoadedSettings:
+    """The settings plus where they came from (for ``config show`` and saved grants)."""
+
+    settings: Settings
+    sources: list[Path]
+    """Config files read, lowest layer first."""
+    user_config_path: Path
+    """The user file (it may not exist yet): where saved grants are written."""
+    workspace_config_path: Path | None = None
+    origins: Mapping[KeyPath, str] = field(default_factory=dict)
+    """Which layer set each key path: a file path, an environment variable, the CLI."""
+
+    def origin(self, dotted: str) -> str:
+        """Where ``"approval.mode"`` came from; lets the app warn when a workspace file (a
+        cloned repository, say) loosened approval or added hooks."""
+        loc: KeyPath = tuple(dotted.split("."))
+        hit = _longest_prefix(loc, self.origins)
+        return self.origins[hit] if hit is not None else "built-in default"
+
+
+def load_settings(
+    workspace: Path,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> LoadedSettings:
+    """Defaults < user config < workspace ``.agent-tui.toml`` < ``AGENT_TUI_*`` < overrides.
+
+    ``overrides`` is a nested dict from CLI flags; None values in it mean "flag not given".
+
+    Raises:
+        ConfigError: a file cannot be read or parsed, or a value is invalid or unknown; the
+            message names the file and line (or the variable) and the key of each problem.
+    """
+    user_path = config_dir() / USER_CONFIG_NAME
+    workspace_path = find_workspace_config(workspace)
+    layers: list[_Layer] = []
+    for path in (user_path, workspace_path):
+        if path is not None and path.is_file():
+            layers.append(_read_file_layer(path))
+    layers.append(_env_layer(os.environ if env is None else env))
+    layers.append(_Layer(data=_drop_none(overrides or {}), label="command-line options"))
+
+    merged = _Merged()
+    for layer in layers:
+        merged.add(layer)
+    try:
+        settings = Settings.model_validate(merged.data)
+    except ValidationError as exc:
+        raise ConfigError(_validation_issues(exc, merged)) from None
+    return LoadedSettings(
+        settings=settings,
+        sources=[layer.path for layer in layers if layer.path is not None],
+        user_config_path=user_path,
+        workspace_config_path=workspace_path,
+        origins={path: layer.description for path, layer in merged.origins.items()},
+    )
+
+
+def _validation_issues(exc: ValidationError, merged: _Merged) -> list[ConfigIssue]:
+    issues = []
+    for error in exc.errors():
+        loc: KeyPath = tuple(error["loc"])
+        hit = _longest_prefix(loc, merged.origins)
+        if hit is None:
+            source, line = "built-in defaults", None
+        else:
+            source, line = merged.origins[hit].locate(loc)
+        issues.append(ConfigIssue(source, line, _format_key(loc), _describe(error)))
+    return issues
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    message = str(error["msg"])
+    if error["type"] == "missing" or "api_key" in error["loc"]:
+        return message
+    try:
+        shown = json.dumps(error.get("input"), ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        shown = repr(error.get("input"))
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return f"{message} (got {shown})"
+
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _format_key(loc: tuple[Any, ...]) -> str:
+    """``("hooks", "pre_tool_use", 0, "timeout")`` → ``[hooks].pre_tool_use[0].timeout``."""
+    if not loc:
+        return ""
+    text = f"[{loc[0]}]"
+    for part in loc[1:]:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if _BARE_KEY.match(str(part)) else f".{json.dumps(str(part))}"
+    return text
+
+
+# --------------------------------------------------------------------------- key lines
+
+
+class _KeyLocator:
+    """A small scanner over a *valid* TOML text recording the line of every key.
+
+    tomllib keeps no positions and tomlkit keeps no line numbers, but the grammar needed to
+    find keys — headers, dotted and quoted keys, strings, arrays, inline tables — is small.
+    Array elements are recorded by index so ``grants[2].rule`` points at its own line.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.lines: dict[KeyPath, int] = {}
+        self._newlines = [i for i, char in enumerate(text) if char == "\n"]
+        self._aot: dict[KeyPath, int] = {}
+
+    def run(self) -> dict[KeyPath, int]:
+        table: KeyPath = ()
+        while True:
+            self._skip(newlines=True)
+            if self.pos >= len(self.text):
+                return self.lines
+            start = self.pos
+            if self.text.startswith("[[", self.pos):
+                self.pos += 2
+                keys = self._key()
+                self._expect("]]")
+                base = (*self._resolve(keys[:-1]), keys[-1])
+                index = self._aot.get(base, 0)
+                self._aot[base] = index + 1
+                table = (*base, index)
+                self._mark(table, start)
+            elif self.text[self.pos] == "[":
+                self.pos += 1
+                keys = self._key()
+                self._expect("]")
+                table = self._resolve(keys)
+                self._mark(table, start)
+            else:
+                self._key_value(table)
+
+    def _line(self, pos: int) -> int:
+        return bisect.bisect_left(self._newlines, pos) + 1
+
+    def _mark(self, path: KeyPath, pos: int) -> None:
+        line = self._line(pos)
+        for end in range(1, len(path) + 1):
+            self.lines.setdefault(path[:end], line)
+        self.lines[path] = line
+
+    def _resolve(self, keys: tuple[str, ...]) -> KeyPath:
+        """Header keys through arrays of tables mean their latest element."""
+        out: KeyPath = ()
+        for key in keys:
+            out = (*out, key)
+            if out in self._aot:
+                out = (*out, self._aot[out] - 1)
+        return out
+
+    def _skip(self, *, newlines: bool) -> None:
+        text = self.text
+        while self.pos < len(text):
+            char = text[self.pos]
+            if char in " \t" or (newlines and char in "\r\n"):
+                self.pos += 1
+            elif char == "#":
+                end = text.find("\n", self.pos)
+                self.pos = len(text) if end < 0 else end
+            else:
+                return
+
+    def _expect(self, token: str) -> None:
+        self._skip(newlines=False)
+        if not self.text.startswith(token, self.pos):
+            raise ValueError(f"expected {token!r} at {self.pos}")
+        self.pos += len(token)
+
+    def _key(self) -> tuple[str, ...]:
+        keys: list[str] = []
+        while True:
+            self._skip(newlines=False)
+            char = self.text[self.pos]
+            if char in "\"'":
+                start = self.pos
+                self._string()
+                keys.append(tomllib.loads(f"k = {self.text[start : self.pos]}")["k"])
+            else:
+                match = re.compile(r"[A-Za-z0-9_-]+").match(self.text, self.pos)
+                if match is None:
+                    raise ValueError(f"no key at {self.pos}")
+                keys.append(match.group())
+                self.pos = match.end()
+            self._skip(newlines=False)
+            if self.pos < len(self.text) and self.text[self.pos] == ".":
+                self.pos += 1
+                continue
+            return tuple(keys)
+
+    def _key_value(self, table: KeyPath) -> None:
+        start = self.pos
+        path = (*table, *self._key())
+        self._mark(path, start)
+        self._expect("=")
+        self._value(path)
+
+    def _value(self, path: KeyPath) -> None:
+        self._skip(newlines=False)
+        char = self.text[self.pos]
+        if char == "[":
+            self._array(path)
+        elif char == "{":
+            self._inline_table(path)
+        elif char in "\"'":
+            self._string()
+        else:
+            match = re.compile(r"[^,\]}\r\n#]*").match(self.text, self.pos)
+            self.pos = match.end() if match else self.pos
+
+    def _array(self, path: KeyPath) -> None:
+        self.pos += 1
+        index = 0
+        while True:
+            self._skip(newlines=True)
+            if self.text[self.pos] == "]":
+                self.pos += 1
+                return
+            self._mark((*path, index), self.pos)
+            self._value((*path, index))
+            self._skip(newlines=True)
+            if self.text[self.pos] == ",":
+                self.pos += 1
+                index += 1
+            elif self.text[self.pos] != "]":
+                raise ValueError(f"unexpected {self.text[self.pos]!r} in an array")
+
+    def _inline_table(self, path: KeyPath) -> None:
+        self.pos += 1
+        while True:
+            self._skip(newlines=False)
+            if self.text[self.pos] == "}":
+                self.pos += 1
+                return
+            self._key_value(path)
+            self._skip(newlines=False)
+            if self.text[self.pos] == ",":
+                self.pos += 1
+            elif self.text[self.pos] != "}":
+                raise ValueError(f"unexpected {self.text[self.pos]!r} in an inline table")
+
+    def _string(self) -> None:
+        text = self.text
+        quote = text[self.pos]
+        if text.startswith(quote * 3, self.pos):
+            self.pos += 3
+            while not text.startswith(quote * 3, self.pos):
+                if self.pos >= len(text):
+                    raise ValueError("unterminated string")
+                self.pos += 2 if quote == '"' and text[self.pos] == "\\" else 1
+            self.pos += 3
+            while self.pos < len(text) and text[self.pos] == quote:  # """a"""" ends in a quote
+                self.pos += 1
+            return
+        self.pos += 1
+        while text[self.pos] != quote:
+            self.pos += 2 if quote == '"' and text[self.pos] == "\\" else 1
+        self.pos += 1
+
+
+def key_lines(text: str) -> dict[KeyPath, int]:
+    """The 1-based line of every key path in a valid TOML text (best effort: on anything it
+    cannot follow it returns what it found so far, and callers fall back to a shorter path)."""
+    locator = _KeyLocator(text)
+    try:
+        return locator.run()
+    except (ValueError, IndexError, tomllib.TOMLDecodeError):
+        return locator.lines
+
+
+# --------------------------------------------------------------------------- default file
+
+_EXAMPLES: dict[KeyPath, str] = {
+    ("provider", "model"): '"gpt-4.1"',
+    ("provider", "base_url"): '"https://api.openai.com/v1"',
+    ("provider", "api_key"): '"sk-..."',
+    ("provider", "max_tokens"): "8192",
+    ("agent", "system_prompt"): '"Prefer small, reviewed changes."',
+    ("approval", "timeout"): "300",
+    ("security", "command_allowlist"): '["git", "ls", "cat"]',
+    ("tmux", "socket_name"): '"agent-tui"',
+    ("ssh", "host"): '"deploy@example.com:22"',
+    ("ssh", "identity_file"): '"~/.ssh/id_ed25519"',
+    ("ssh", "known_hosts"): '"~/.ssh/known_hosts"',
+}
+
+_SECTION_EXTRAS: dict[str, list[str]] = {
+    "tools": ["# run_shell = false", "# mcp_github_create_issue = false"],
+    "hooks": [
+        "# Example (one table per hook):",
+        "# [[hooks.pre_tool_use]]",
+        '# matcher = "run_shell"',
+        '# command = "./scripts/check-command.sh"',
+        "# timeout = 30",
+    ],
+}
+
+_DUMP_SKIP: set[KeyPath] = {("approval", "grants")}
+
+
+def dump_default_config() -> str:
+    """A commented ``config.toml`` listing every section, key, default and what it is for.
+
+    Defaults are written commented out (``#key = value``) so future releases can improve a
+    default without every user's file pinning the old one; uncomment to change a value.
+    Lines ``# key = …`` (with a space) are examples for keys unset by default.
+    """
+    out = [
+        "# agent-tui configuration.",
+        "# Layers, lowest first: built-in defaults < this file < a workspace's .agent-tui.toml",
+        "# < AGENT_TUI_<SECTION>__<KEY> environment variables < command-line flags.",
+        "# Defaults are shown commented out as '#key = value'; uncomment a line to change it.",
+    ]
+    for name, info in Settings.model_fields.items():
+        section = info.annotation
+        if not (isinstance(section, type) and issubclass(section, BaseModel)):
+            continue
+        out.append("")
+        out.extend(_comment(inspect.getdoc(section) or ""))
+        out.append(f"[{name}]")
+        out.extend(_section_lines(name, section))
+        out.extend(_SECTION_EXTRAS.get(name, []))
+    return "\n".join(out) + "\n"
+
+
+def _section_lines(name: str, section: type[BaseModel]) -> list[str]:
+    if issubclass(section, RootModel):
+        return []
+    docs = _attribute_docs(section)
+    defaults = section()
+    lines: list[str] = []
+    for key, info in section.model_fields.items():
+        lines.extend(_comment(info.description or docs.get(key, "")))
+        if (name, key) in _DUMP_SKIP:
+            continue
+        value = getattr(defaults, key)
+        if (name, key) == ("provider", "model") or value is None:
+            example = _EXAMPLES.get((name, key), '""')
+            lines.append(f"# {key} = {example}")
+        else:
+            lines.extend(_commented_value(key, value))
+    return lines
+
+
+def _comment(text: str) -> list[str]:
+    """Docstrings re-wrapped as ``# `` lines, paragraphs kept apart by a bare ``#``."""
+    lines: list[str] = []
+    for paragraph in re.split(r"\n\s*\n", text.replace("``", "").strip()):
+        if lines:
+            lines.append("#")
+        lines.extend(f"# {line}" for line in textwrap.wrap(" ".join(paragraph.split()), 96))
+    return lines
+
+
+def _commented_value(key: str, value: Any) -> list[str]:
+    rendered = _toml_value(value)
+    if len(rendered) + len(key) <= 96:
+        return [f"#{key} = {rendered}"]
+    items = [_toml_value(item) for item in value]
+    return [f"#{key} = [", *(f"#    {item}," for item in items), "#]"]
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, enum.Enum):
+        value = value.value
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    return tomlkit.item(value).as_string()
+
+
+def _attribute_docs(cls: type) -> dict[str, str]:
+    """Docstrings under fields, for sections (like SecuritySettings) that do not turn on
+    pydantic's ``use_attribute_docstrings``."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+        for node, after in itertools.pairwise(body):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
+                docs[node.target.id] = inspect.cleandoc(after.value.value)
+    return docs

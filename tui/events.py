@@ -1,0 +1,185 @@
+"""The typed events that travel on the bus.
+
+Every panel, the transcript and the headless printer read only these, so each is a pydantic
+model with a literal ``kind``: it serialises to one JSON line and parses back unchanged.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Event(BaseModel):
+    """Fields every event carries."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ts: int = Field(default_factory=_now_ms)
+    """Unix milliseconds when the event was made."""
+    loop_id: str = "main"
+    """Which agent loop produced it: ``main`` or a sub-agent's child loop id."""
+
+
+class TurnStarted(Event):
+    kind: Literal["turn_started"] = "turn_started"
+    turn: int
+    """1-based index of the model request within the user's turn."""
+
+
+class TurnEnded(Event):
+    kind: Literal["turn_ended"] = "turn_ended"
+    reason: Literal["completed", "max_turns", "cancelled", "error"]
+    final_text: str = ""
+
+
+class UserMessage(Event):
+    kind: Literal["user_message"] = "user_message"
+    text: str
+    steering: bool = False
+    """True when the user typed it while the agent was working."""
+
+
+class AssistantTextDelta(Event):
+    kind: Literal["assistant_delta"] = "assistant_delta"
+    text: str
+
+
+class AssistantMessage(Event):
+    kind: Literal["assistant_message"] = "assistant_message"
+    text: str
+    tool_call_ids: list[str] = Field(default_factory=list)
+
+
+class ToolCallRequested(Event):
+    """The model asked for a tool; arguments are the raw JSON string it sent."""
+
+    kind: Literal["tool_requested"] = "tool_requested"
+    tool_call_id: str
+    tool_name: str
+    arguments: str
+
+
+class ToolCallStarted(Event):
+    """Arguments parsed, policy passed: the tool is running now."""
+
+    kind: Literal["tool_started"] = "tool_started"
+    tool_call_id: str
+    tool_name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    command: str | None = None
+    """The full shell command, when the tool runs one."""
+    actor: str = "local"
+    """Where it runs: ``local``, ``ssh:host``, ``container:name``, optionally ``…/tmux:%3``."""
+    risk: str | None = None
+
+
+class ToolOutputChunk(Event):
+    """A piece of a running tool's output, in full: the UI sees what the model may not."""
+
+    kind: Literal["tool_output"] = "tool_output"
+    tool_call_id: str
+    tool_name: str
+    stream: Literal["stdout", "stderr", "info"]
+    text: str
+
+
+class ToolCallCompleted(Event):
+    kind: Literal["tool_completed"] = "tool_completed"
+    tool_call_id: str
+    tool_name: str
+    is_error: bool
+    duration_ms: float
+    exit_code: int | None = None
+    error_type: str | None = None
+    summary: str = ""
+    """The first line of the result, for a collapsed view."""
+    truncated_chars: int = 0
+    """How much of the output the model did not get (the UI stream had all of it)."""
+    full_output_path: str | None = None
+    child_loop_id: str | None = None
+
+
+class RiskSegmentView(BaseModel):
+    """One segment of a compound command as the approval modal shows it."""
+
+    text: str
+    risk: Literal["low", "medium", "high"]
+    reasons: list[str] = Field(default_factory=list)
+
+
+class ApprovalRequested(Event):
+    """A call waits for a person. The future that answers it travels beside this, not in it."""
+
+    kind: Literal["approval_requested"] = "approval_requested"
+    request_id: str
+    tool_call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    command: str | None = None
+    risk: Literal["low", "medium", "high"] | None = None
+    segments: list[RiskSegmentView] = Field(default_factory=list)
+    claimed_risk: str | None = None
+    why: str | None = None
+    actor: str = "local"
+    suggested_pattern: str | None = None
+
+
+class ApprovalResolved(Event):
+    kind: Literal["approval_resolved"] = "approval_resolved"
+    request_id: str
+    tool_call_id: str
+    decision: str
+    message: str | None = None
+    grant: str | None = None
+
+
+class Usage(Event):
+    kind: Literal["usage"] = "usage"
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+
+
+class ErrorEvent(Event):
+    kind: Literal["error"] = "error"
+    message: str
+    title: str = "error"
+
+
+class Notice(Event):
+    kind: Literal["notice"] = "notice"
+    message: str
+    level: Literal["info", "warning"] = "info"
+
+
+AnyEvent = Annotated[
+    TurnStarted
+    | TurnEnded
+    | UserMessage
+    | AssistantTextDelta
+    | AssistantMessage
+    | ToolCallRequested
+    | ToolCallStarted
+    | ToolOutputChunk
+    | ToolCallCompleted
+    | ApprovalRequested
+    | ApprovalResolved
+    | Usage
+    | ErrorEvent
+    | Notice,
+    Field(discriminator="kind"),
+]
+
+EVENT_ADAPTER: TypeAdapter[AnyEvent] = TypeAdapter(AnyEvent)
+
+
+def parse_event(line: str | bytes) -> AnyEvent:
+    """Read back one JSON line written by ``event.model_dump_json()``."""
+    return EVENT_ADAPTER.validate_json(line)

@@ -1,0 +1,1 @@
+"""Execution backends: where commands run (local, tmux, containers, SSH)."""

@@ -1,0 +1,140 @@
+"""The execution backend contract: where commands run and files are read and written.
+
+Tools only ever talk to an ``ExecutionBackend``, so each tool works on every target (local,
+tmux, container, SSH). Backends that can only run commands inherit ``CommandBackend`` and
+get file I/O over ``cat`` for free, instead of writing it once per backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tui.errors import AgentTuiError
+
+StreamName = Literal["stdout", "stderr", "info"]
+ChunkSink = Callable[[StreamName, str], None]
+"""Receives decoded output while a command runs (``info`` for backend notices)."""
+
+
+class BackendError(AgentTuiError):
+    """The target itself failed: a dead host, a stopped container, a killed tmux server."""
+
+    title = "Backend error"
+
+
+class CommandTimeout(BackendError):
+    """A command ran past its timeout; its process group was killed."""
+
+    title = "Command timed out"
+
+
+@dataclass
+class ExecResult:
+    """How a command ended. ``exit_code`` is None when it was killed (timeout or cancel)."""
+
+    exit_code: int | None
+    stdout: str = ""
+    stderr: str = ""
+    duration_ms: float = 0.0
+    timed_out: bool = False
+    cancelled: bool = False
+    merged_output: bool = False
+    """stdout and stderr arrive as one stream (a tmux pane): stderr is then empty."""
+    notices: list[str] = field(default_factory=list)
+    """Things the person and the model should know (a pane recreated, a drain cut short)."""
+
+
+class ExecutionBackend(ABC):
+    """Runs commands and moves files on one target.
+
+    Optional abilities are a method plus a flag: ``SUPPORTS_TMUX`` backends also implement
+    ``dispatch``, ``capture`` and ``send_keys`` (see the tmux backends).
+    """
+
+    SUPPORTS_TMUX: bool = False
+
+    @property
+    @abstractmethod
+    def actor(self) -> str:
+        """Who runs the command, for the person approving it: ``local``, ``ssh:host`` …"""
+
+    @abstractmethod
+    async def run(
+        self,
+        command: str,
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        on_chunk: ChunkSink | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> ExecResult:
+        """Run ``command`` in a shell and wait for it.
+
+        Args:
+            command: A shell command line, run by ``bash -c`` (or ``sh -c`` where no bash).
+            cwd: Working directory on the target; None keeps the backend's default.
+            env: The whole environment for the command (already reduced by the policy).
+            timeout: Seconds before the command's whole process group is killed.
+            on_chunk: Receives output as it arrives.
+            cancel: When set, the command's process group is killed and ``cancelled`` is True.
+
+        Returns:
+            The exit code and the collected output.
+
+        Raises:
+            BackendError: the target could not run anything at all.
+        """
+
+    @abstractmethod
+    async def read_file(self, path: str) -> bytes:
+        """Whole file contents. Raises FileNotFoundError, IsADirectoryError, PermissionError."""
+
+    @abstractmethod
+    async def write_file(self, path: str, data: bytes, *, make_parents: bool = True) -> None:
+        """Replace ``path`` with ``data``, creating parent folders when asked."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook, default does nothing
+        """Release connections, servers, containers the backend started."""
+
+
+class CommandBackend(ExecutionBackend):
+    """File I/O built on ``run`` alone, for targets reachable only through a shell.
+
+    ``write_file`` never types data into a shell: the bytes go on the command's stdin, via
+    ``run_with_stdin`` which each subclass provides.
+    """
+
+    @abstractmethod
+    async def run_with_stdin(self, command: str, data: bytes) -> ExecResult:
+        """Run ``command`` with ``data`` on its stdin, output collected (not streamed)."""
+
+    async def read_file(self, path: str) -> bytes:
+        quoted = shlex.quote(path)
+        script = (
+            f"if [ -d {quoted} ]; then echo 'is a directory' >&2; exit 21; fi; "
+            f"if [ ! -e {quoted} ]; then echo 'no such file' >&2; exit 2; fi; "
+            f"base64 < {quoted}"
+        )
+        result = await self.run(script)
+        if result.exit_code == 21:
+            raise IsADirectoryError(path)
+        if result.exit_code == 2:
+            raise FileNotFoundError(path)
+        if result.exit_code != 0:
+            raise PermissionError(f"{path}: {result.stderr.strip() or 'cannot read'}")
+        import base64
+
+        return base64.b64decode("".join(result.stdout.split()))
+
+    async def write_file(self, path: str, data: bytes, *, make_parents: bool = True) -> None:
+        quoted = shlex.quote(path)
+        prefix = f'mkdir -p -- "$(dirname -- {quoted})" && ' if make_parents else ""
+        result = await self.run_with_stdin(f"{prefix}cat > {quoted}", data)
+        if result.exit_code != 0:
+            raise PermissionError(f"{path}: {result.stderr.strip() or 'cannot write'}")

@@ -1,0 +1,438 @@
+"""Run commands and move files on this machine: the default target, and the hot path.
+
+Why it is built this way:
+
+* Each command gets its own session and process group (``start_new_session``), so a
+  timeout or a cancel can kill *everything* it started (``sleep 300 &`` included) with one
+  ``killpg``, and no orphan outlives the tool call.
+* Output is taken with a ``SubprocessProtocol`` instead of ``StreamReader`` tasks. Data
+  arrives in callbacks as the event loop reads it (whatever is available, up to the
+  transport's read size), so streaming costs no task per stream and no polling, and a
+  run is not slower than a bare ``create_subprocess_exec(...).communicate()``.
+* The protocol also tells us when the *shell* exits, independently of the pipes closing.
+  ``Process.wait()`` waits for both, and so hangs for as long as a background child (``sleep
+  30 & echo done``) holds stdout. We stop reading ``drain_timeout`` seconds after the shell
+  exits instead, and say so in ``notices``; the background child is left alone, because the
+  person started it on purpose.
+* Output is decoded with an incremental UTF-8 decoder per stream, so a character split
+  across two reads is not mangled, and binary garbage becomes U+FFFD instead of raising.
+* File I/O runs in a worker thread so the UI never stalls on a slow disk, and writes are
+  atomic (temp file + ``os.replace``) so a crash never leaves a half-written file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import errno
+import logging
+import os
+import secrets
+import signal
+import stat
+import subprocess
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from tui.exec.backend import (
+    BackendError,
+    ChunkSink,
+    ExecResult,
+    ExecutionBackend,
+    StreamName,
+)
+
+log = logging.getLogger(__name__)
+
+KEEP_LIMIT = 16 * 1024 * 1024
+"""Characters of each stream kept in the result; the chunk sink still sees everything."""
+
+KILL_GRACE = 0.5
+"""Seconds between SIGTERM and SIGKILL: time for well-behaved programs to clean up."""
+
+_REAP_LIMIT = 5.0
+"""Seconds to wait for the shell to be reaped after SIGKILL (only a D-state process lasts)."""
+
+
+def default_shell() -> str:
+    """bash where there is one, since that is what the model writes; POSIX sh otherwise."""
+    return "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+
+
+class _Capture:
+    """One output stream: decodes it incrementally and keeps a bounded copy.
+
+    The decoder is per stream because stdout and stderr interleave arbitrarily, and a
+    multibyte character split across reads must be joined with its own stream's bytes.
+    """
+
+    __slots__ = (
+        "_decoder",
+        "_finished",
+        "_kept",
+        "_parts",
+        "_received",
+        "capped",
+        "limit",
+        "name",
+    )
+
+    def __init__(self, name: StreamName, limit: int) -> None:
+        self.name: StreamName = name
+        self.limit = limit
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._parts: list[str] = []
+        self._kept = 0
+        self._received = 0
+        self._finished = False
+        self.capped = False
+
+    def feed(self, data: bytes) -> str:
+        """Decode ``data`` and keep what fits; returns the text for the live sink."""
+        self._received += len(data)
+        return self._keep(self._decoder.decode(data))
+
+    def finish(self) -> str:
+        """Flush a trailing partial character (as U+FFFD); safe to call more than once."""
+        if self._finished:
+            return ""
+        self._finished = True
+        return self._keep(self._decoder.decode(b"", True))
+
+    def _keep(self, text: str) -> str:
+        room = self.limit - self._kept
+        if len(text) > room:
+            self.capped = True
+        if text and room > 0:
+            kept = text if len(text) <= room else text[:room]
+            self._parts.append(kept)
+            self._kept += len(kept)
+        return text
+
+    @property
+    def text(self) -> str:
+        return "".join(self._parts)
+
+    def cap_notice(self) -> str:
+        return (
+            f"{self.name} kept to its first {self.limit:,} characters "
+            f"({self._received:,} bytes received; the live output showed all of it)"
+        )
+
+
+class _CommandProtocol(asyncio.SubprocessProtocol):
+    """Collects and streams one command's output, and reports exit and pipe closure apart.
+
+    Everything here runs in event-loop callbacks, so it must never block. Once ``detach``
+    is called (``run`` has returned) nothing more reaches the caller's sink.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, on_chunk: ChunkSink | None) -> None:
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.pipes_closed: asyncio.Future[None] = loop.create_future()
+        self.stdout = _Capture("stdout", KEEP_LIMIT)
+        self.stderr = _Capture("stderr", KEEP_LIMIT)
+        self.notices: list[str] = []
+        self.killing = False
+        """Set once the group is being killed: from then on a cancelled ``run`` SIGKILLs it."""
+        self._sink = on_chunk
+        self._open_pipes = 2
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        capture = self.stdout if fd == 1 else self.stderr
+        self._emit(capture.name, capture.feed(data))
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd not in (1, 2):
+            return
+        capture = self.stdout if fd == 1 else self.stderr
+        self._emit(capture.name, capture.finish())
+        self._open_pipes -= 1
+        if self._open_pipes <= 0:
+            _resolve(self.pipes_closed)
+
+    def process_exited(self) -> None:
+        _resolve(self.exited)
+
+    def notice(self, message: str) -> None:
+        """Record a notice for the result and show it live on the ``info`` stream."""
+        self.notices.append(message)
+        self._emit("info", message + "\n")
+
+    def finish_streams(self) -> None:
+        """Flush decoders (a drain cut short never flushed them) and report capped streams."""
+        for capture in (self.stdout, self.stderr):
+            self._emit(capture.name, capture.finish())
+            if capture.capped:
+                self.notices.append(capture.cap_notice())
+
+    def detach(self) -> None:
+        self._sink = None
+
+    def _emit(self, stream: StreamName, text: str) -> None:
+        """Call the sink; a broken sink is disabled rather than allowed to kill the read.
+
+        An exception escaping a protocol callback would make asyncio close the pipe, and
+        the command's output would be lost for a bug in the UI.
+        """
+        if not text or self._sink is None:
+            return
+        try:
+            self._sink(stream, text)
+        except Exception:
+            log.exception("output sink failed; live output disabled for this command")
+            self._sink = None
+            self.notices.append("live output stopped: the output display failed")
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    """Signal a whole process group; an already-empty group is not an error."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class LocalBackend(ExecutionBackend):
+    """Runs commands with the local shell and touches the local file system.
+
+    Args:
+        shell: Shell binary run as ``shell -c command``; default bash, else sh.
+        default_cwd: Working directory when ``run`` gets none; default this process's.
+        drain_timeout: Seconds to keep reading after the shell exited while a background
+            process still holds the output pipe.
+    """
+
+    def __init__(
+        self,
+        *,
+        shell: str | None = None,
+        default_cwd: str | None = None,
+        drain_timeout: float = 2.0,
+    ) -> None:
+        self._shell = shell or default_shell()
+        self._default_cwd = default_cwd
+        self._drain_timeout = drain_timeout
+
+    @property
+    def actor(self) -> str:
+        return "local"
+
+    @property
+    def shell(self) -> str:
+        return self._shell
+
+    async def run(
+        self,
+        command: str,
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        on_chunk: ChunkSink | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> ExecResult:
+        if cancel is not None and cancel.is_set():
+            return ExecResult(exit_code=None, cancelled=True)
+        started = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        protocol = _CommandProtocol(loop, on_chunk)
+        workdir = cwd if cwd is not None else self._default_cwd
+        transport = await self._spawn(loop, protocol, command, workdir, env)
+        pgid = transport.get_pid()
+        try:
+            timed_out, cancelled = await self._supervise(pgid, protocol, timeout, cancel)
+            protocol.finish_streams()
+            return ExecResult(
+                exit_code=None if protocol.killing else transport.get_returncode(),
+                stdout=protocol.stdout.text,
+                stderr=protocol.stderr.text,
+                duration_ms=(time.perf_counter() - started) * 1000.0,
+                timed_out=timed_out,
+                cancelled=cancelled,
+                notices=protocol.notices,
+            )
+        except BaseException:
+            # The awaiting task was cancelled (or something broke) mid-run. We may not get
+            # to await again (the loop may be shutting down), so no grace period: SIGKILL.
+            if protocol.killing or not protocol.exited.done():
+                _signal_group(pgid, signal.SIGKILL)
+            raise
+        finally:
+            protocol.detach()
+            transport.close()
+
+    async def _spawn(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        protocol: _CommandProtocol,
+        command: str,
+        workdir: str | None,
+        env: Mapping[str, str] | None,
+    ) -> asyncio.SubprocessTransport:
+        """Start the shell in its own session, turning OS errors into readable ones."""
+        try:
+            transport, _ = await loop.subprocess_exec(
+                lambda: protocol,
+                self._shell,
+                "-c",
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=workdir,
+                env=dict(env) if env is not None else None,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise self._spawn_error(exc, workdir) from exc
+        return transport
+
+    def _spawn_error(self, exc: OSError, workdir: str | None) -> BackendError:
+        reason = exc.strerror or str(exc)
+        if workdir is not None and not os.path.isdir(workdir):
+            what = "does not exist" if not os.path.exists(workdir) else "is not a directory"
+            return BackendError(f"Working directory {workdir!r} {what}.")
+        if workdir is not None and exc.filename == workdir:
+            return BackendError(f"Cannot enter working directory {workdir!r}: {reason}.")
+        return BackendError(f"Cannot start the shell {self._shell!r}: {reason}.")
+
+    async def _supervise(
+        self,
+        pgid: int,
+        protocol: _CommandProtocol,
+        timeout: float | None,
+        cancel: asyncio.Event | None,
+    ) -> tuple[bool, bool]:
+        """Wait for exit, timeout or cancel, then drain. Returns (timed_out, cancelled).
+
+        The one extra task (``cancel.wait()``) exists only when a cancel event is given.
+        """
+        cancel_wait = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
+        try:
+            if cancel_wait is None and timeout is None:
+                await asyncio.shield(protocol.exited)
+            else:
+                waits: set[asyncio.Future[Any]] = {protocol.exited}
+                if cancel_wait is not None:
+                    waits.add(cancel_wait)
+                await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            killed = not protocol.exited.done()
+            cancelled = killed and cancel is not None and cancel.is_set()
+            if killed:
+                await self._kill_group(pgid, protocol)
+            await self._drain(protocol, cancel_wait)
+            return killed and not cancelled, cancelled
+        finally:
+            if cancel_wait is not None:
+                cancel_wait.cancel()
+
+    async def _kill_group(self, pgid: int, protocol: _CommandProtocol) -> None:
+        """SIGTERM the whole group, give it ``KILL_GRACE`` seconds, then SIGKILL what is left.
+
+        "Group is empty" has no event, but "shell exited and every holder of our pipes is
+        gone" does, and covers nearly every member; stragglers get the SIGKILL.
+        """
+        protocol.killing = True
+        _signal_group(pgid, signal.SIGTERM)
+        await asyncio.wait({protocol.exited, protocol.pipes_closed}, timeout=KILL_GRACE)
+        if _group_alive(pgid):
+            _signal_group(pgid, signal.SIGKILL)
+        if not protocol.exited.done():
+            await asyncio.wait({protocol.exited}, timeout=_REAP_LIMIT)
+
+    async def _drain(
+        self, protocol: _CommandProtocol, cancel_wait: asyncio.Future[Any] | None
+    ) -> None:
+        """Read what is left after the shell exited, for at most ``drain_timeout`` seconds."""
+        if protocol.pipes_closed.done():
+            return
+        waits: set[asyncio.Future[Any]] = {protocol.pipes_closed}
+        if cancel_wait is not None and not cancel_wait.done():
+            waits.add(cancel_wait)
+        await asyncio.wait(waits, timeout=self._drain_timeout)
+        if not protocol.pipes_closed.done():
+            protocol.notice(
+                f"output drain stopped after {self._drain_timeout:.1f} s: "
+                "a background process still holds the output pipe"
+            )
+
+    async def read_file(self, path: str) -> bytes:
+        return await asyncio.to_thread(_read_bytes, self._resolve(path))
+
+    async def write_file(self, path: str, data: bytes, *, make_parents: bool = True) -> None:
+        await asyncio.to_thread(_write_atomic, self._resolve(path), data, make_parents)
+
+    def _resolve(self, path: str) -> str:
+        """Relative paths mean the same place for files as for commands: the default cwd."""
+        path = os.path.expanduser(path)
+        if self._default_cwd is not None and not os.path.isabs(path):
+            return os.path.join(self._default_cwd, path)
+        return path
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _write_atomic(path: str, data: bytes, make_parents: bool) -> None:
+    """Write next to the target and rename over it, so readers never see half a file.
+
+    Writing through a symlink updates its target, an existing file keeps its mode, and a
+    read-only file stays protected (a rename alone would bypass its permission bits).
+    """
+    if os.path.islink(path):
+        path = os.path.realpath(path)
+    directory = os.path.dirname(path) or "."
+    if make_parents:
+        os.makedirs(directory, exist_ok=True)
+    elif not os.path.isdir(directory):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), directory)
+    mode = _existing_mode(path)
+    temp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(6)}.tmp")
+    # 0o666 through open() lets the umask decide a new file's mode, as a plain write would.
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _existing_mode(path: str) -> int | None:
+    """The permission bits to keep (None for a new file); refuses dirs and read-only files."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if not os.access(path, os.W_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+    return stat.S_IMODE(info.st_mode)

@@ -1,0 +1,1 @@
+"""Permission levels, the security policy, command risk and the approval protocol."""

@@ -1,0 +1,365 @@
+"""The security policy: the one gate every tool call passes before it runs.
+
+Order matters and is fixed: hard refusals (bad paths, denied commands, the permission ceiling,
+deny rules) come before anything that could allow; then allow rules and grants; then ask rules;
+then the approval mode. Only then, if the answer is "ask", is a person asked — so nobody is
+ever asked to approve something the policy would refuse anyway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tui.events import ApprovalRequested, ApprovalResolved, Event, RiskSegmentView
+from tui.locations import tool_output_dir
+from tui.security.approval import (
+    ApprovalAnswer,
+    ApprovalBroker,
+    ApprovalDecision,
+    ApprovalUnavailable,
+    Approver,
+    NoApprover,
+)
+from tui.security.environment import reduced_environment
+from tui.security.grants import GrantStore
+from tui.security.paths import PathGuard
+from tui.security.permissions import ApprovalMode, PermissionMode
+from tui.security.ratelimit import RateLimiter
+from tui.security.risk import RISK_ORDER, CommandRisk, Risk, assess_command, max_risk
+from tui.security.rules import Rule, covers_all, first_match, parse_rules
+from tui.security.settings import SecuritySettings
+from tui.tools.base import ToolAccess
+from tui.tools.errors import PermissionDenied
+
+_MODE_FLAG = {
+    PermissionMode.WORKSPACE_WRITE: "--approval-mode auto-edit (or ask)",
+    PermissionMode.DANGER_FULL_ACCESS: "--approval-mode ask (or full-auto)",
+}
+
+
+class Verdict(enum.Enum):
+    ALLOW = "allow"
+    ASK = "ask"
+
+
+@dataclass
+class Authorization:
+    """How a call got through, for the tool-event panel and the transcript."""
+
+    how: str
+    """``mode``, ``rule``, ``grant``, ``approved`` or ``approved_always``."""
+    permission: PermissionMode
+    risk: CommandRisk | None = None
+    paths: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def risk_level(self) -> Risk | None:
+        return self.risk.risk if self.risk else None
+
+
+@dataclass
+class CallInfo:
+    """Who is asking: enough for the approval prompt and the events."""
+
+    tool_name: str
+    tool_call_id: str
+    arguments: dict[str, object]
+    actor: str = "local"
+    loop_id: str = "main"
+    cancel: asyncio.Event | None = None
+
+
+class SecurityPolicy:
+    """Judges calls, resolves paths and builds command environments for one workspace."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        settings: SecuritySettings | None = None,
+        *,
+        approval_mode: ApprovalMode = ApprovalMode.ASK,
+        approver: Approver | None = None,
+        grants: GrantStore | None = None,
+        extra_readable: list[Path] | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> None:
+        self.settings = settings or SecuritySettings()
+        self.approval_mode = approval_mode
+        self.approver: Approver = approver or NoApprover()
+        self.paths = PathGuard(
+            workspace=workspace,
+            forbidden=[*self.settings.forbidden_paths, *self.settings.extra_forbidden_paths],
+            workspace_only=self.settings.workspace_only,
+            # The saved full output of truncated results must stay readable: the truncation
+            # marker tells the model to page through it with read_file.
+            allowed_roots=[
+                *self.settings.allowed_roots,
+                str(tool_output_dir()),
+                *(str(p) for p in extra_readable or []),
+            ],
+        )
+        self.grants = grants or GrantStore(self.paths.workspace)
+        self.allow_rules = parse_rules(self.settings.allow)
+        self.ask_rules = parse_rules(self.settings.ask)
+        self.deny_rules = parse_rules(self.settings.deny)
+        self.command_denylist = parse_rules(
+            [f"run_shell({pattern})" for pattern in self.settings.command_denylist]
+        )
+        self.rate_limiter = RateLimiter(self.settings.max_actions_per_hour)
+        self.on_event = on_event
+        self._approval_lock = asyncio.Lock()
+
+    @property
+    def workspace(self) -> Path:
+        return self.paths.workspace
+
+    @property
+    def ceiling(self) -> PermissionMode:
+        if self.approval_mode is ApprovalMode.READ_ONLY:
+            return PermissionMode.READ_ONLY
+        return self.settings.permission_ceiling
+
+    def resolve_path(self, raw: str, *, write: bool = False) -> Path:
+        return self.paths.resolve(raw)
+
+    def command_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        return reduced_environment(
+            self.settings.env_allowlist, self.settings.env_passthrough, extra=extra
+        )
+
+    # -- judging -----------------------------------------------------------------------------
+
+    def required_permission(
+        self, access: ToolAccess, risk: CommandRisk | None, paths: dict[str, Path]
+    ) -> PermissionMode:
+        needed = access.permission
+        if risk is not None:
+            effective = max_risk(risk.risk, _claimed(access.claimed_risk))
+            if effective == "high":
+                needed = max(needed, PermissionMode.DANGER_FULL_ACCESS)
+            elif not risk.read_only or effective != "low":
+                needed = max(needed, PermissionMode.WORKSPACE_WRITE)
+        for raw in access.write_paths:
+            if not self.paths.inside_workspace(paths[raw]):
+                needed = max(needed, PermissionMode.DANGER_FULL_ACCESS)
+        return needed
+
+    def precheck(
+        self, tool: str, access: ToolAccess
+    ) -> tuple[PermissionMode, CommandRisk | None, dict[str, Path]]:
+        """Every hard refusal, with nobody asked. Raises PermissionDenied."""
+        paths = {raw: self.paths.resolve(raw) for raw in [*access.read_paths, *access.write_paths]}
+        risk: CommandRisk | None = None
+        if access.command is not None:
+            if "\x00" in access.command:
+                raise PermissionDenied("the command contains a NUL byte")
+            risk = assess_command(access.command)
+            self._check_command_lists(tool, access.command, risk)
+        needed = self.required_permission(access, risk, paths)
+        if needed > self.ceiling:
+            flag = _MODE_FLAG.get(needed, "a wider --approval-mode")
+            raise PermissionDenied(
+                f"{tool} needs {needed.value} permission"
+                + (f" (computed risk: {risk.risk})" if risk else "")
+                + f", above this session's limit of {self.ceiling.value}. "
+                f"Do it another way, or ask the user to rerun with {flag}"
+                + (
+                    " or raise [security].permission_ceiling"
+                    if self.approval_mode is not ApprovalMode.READ_ONLY
+                    else ""
+                )
+            )
+        subjects = _subjects(access, risk)
+        rule = first_match(self.deny_rules, tool, subjects)
+        if rule is not None:
+            raise PermissionDenied(f"{tool} is denied by the rule {rule} in [security].deny")
+        if access.is_acting and (wait := self.rate_limiter.check()) is not None:
+            raise PermissionDenied(
+                f"rate limit reached: {self.settings.max_actions_per_hour} acting calls per hour "
+                f"([security].max_actions_per_hour); the next is possible in {wait:.0f} s"
+            )
+        return needed, risk, paths
+
+    def _check_command_lists(self, tool: str, command: str, risk: CommandRisk) -> None:
+        segments = [s.text for s in risk.segments]
+        rule = first_match(self.command_denylist, "run_shell", [command, *segments])
+        if rule is not None:
+            raise PermissionDenied(
+                f"the command matches {rule.content!r} in [security].command_denylist"
+            )
+        allowed = self.settings.command_allowlist
+        if allowed is not None:
+            outside = sorted(
+                {s.program or s.text for s in risk.segments if (s.program or "") not in allowed}
+            )
+            if outside:
+                raise PermissionDenied(
+                    f"{', '.join(outside)} not in [security].command_allowlist "
+                    f"({', '.join(allowed) or 'empty'})"
+                )
+
+    def verdict(
+        self, tool: str, access: ToolAccess, needed: PermissionMode, risk: CommandRisk | None
+    ) -> tuple[Verdict, str]:
+        subjects = _subjects(access, risk)
+        segments = [s.text.strip() for s in risk.segments] if risk else []
+        whole = access.command if access.command is not None else access.subject
+        parts = segments or ([access.subject] if access.subject else [])
+        if covers_all(self.allow_rules, tool, whole, parts):
+            return Verdict.ALLOW, "rule"
+        if covers_all(self.grants.rules(), tool, whole, parts):
+            return Verdict.ALLOW, "grant"
+        if first_match(self.ask_rules, tool, subjects) is not None:
+            return Verdict.ASK, "rule"
+        mode = self.approval_mode
+        if needed == PermissionMode.READ_ONLY or mode is ApprovalMode.FULL_AUTO:
+            return Verdict.ALLOW, "mode"
+        if (
+            mode is ApprovalMode.AUTO_EDIT
+            and needed == PermissionMode.WORKSPACE_WRITE
+            and access.command is None
+        ):
+            return Verdict.ALLOW, "mode"
+        return Verdict.ASK, "mode"
+
+    async def authorize(self, access: ToolAccess, call: CallInfo) -> Authorization:
+        """Let the call through or raise PermissionDenied with what the model should read."""
+        tool = call.tool_name
+        needed, risk, paths = self.precheck(tool, access)
+        verdict, how = self.verdict(tool, access, needed, risk)
+        if verdict is Verdict.ASK:
+            how = await self._ask(access, call, risk)
+        if access.is_acting:
+            self.rate_limiter.record()
+        return Authorization(how=how, permission=needed, risk=risk, paths=paths)
+
+    # -- asking ------------------------------------------------------------------------------
+
+    def approval_request(
+        self, access: ToolAccess, call: CallInfo, risk: CommandRisk | None
+    ) -> ApprovalRequested:
+        return ApprovalRequested(
+            request_id=ApprovalBroker.next_id(),
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            arguments=dict(call.arguments),
+            command=access.command,
+            risk=max_risk(risk.risk, _claimed(access.claimed_risk)) if risk else None,
+            segments=[
+                RiskSegmentView(text=s.text, risk=s.risk, reasons=list(s.reasons))
+                for s in (risk.segments if risk else ())
+            ],
+            claimed_risk=access.claimed_risk,
+            why=access.why,
+            actor=call.actor,
+            suggested_pattern=suggest_pattern(call.tool_name, access, risk),
+            loop_id=call.loop_id,
+        )
+
+    async def _ask(self, access: ToolAccess, call: CallInfo, risk: CommandRisk | None) -> str:
+        request = self.approval_request(access, call, risk)
+        # One prompt at a time: a person answers questions in order, never two at once.
+        async with self._approval_lock:
+            # A grant given while this call waited its turn may already cover it.
+            verdict, how = self.verdict(
+                call.tool_name, access, PermissionMode.DANGER_FULL_ACCESS, risk
+            )
+            if verdict is Verdict.ALLOW:
+                return how
+            answer = await self._wait_answer(request, call)
+        self._emit(
+            ApprovalResolved(
+                request_id=request.request_id,
+                tool_call_id=call.tool_call_id,
+                decision=answer.decision.value,
+                message=answer.message,
+                grant=None,
+                loop_id=call.loop_id,
+            )
+        )
+        return self._apply_answer(answer, access, call, risk)
+
+    async def _wait_answer(self, request: ApprovalRequested, call: CallInfo) -> ApprovalAnswer:
+        asking = asyncio.ensure_future(self.approver(request))
+        if call.cancel is None:
+            waiters: set[asyncio.Future[object]] = {asking}  # type: ignore[arg-type]
+        else:
+            waiters = {asking, asyncio.ensure_future(call.cancel.wait())}  # type: ignore[arg-type]
+        try:
+            done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.cancel()
+        if asking not in done:
+            raise PermissionDenied("the call was cancelled while waiting for approval")
+        try:
+            return asking.result()
+        except ApprovalUnavailable as unavailable:
+            raise PermissionDenied(str(unavailable)) from None
+
+    def _apply_answer(
+        self, answer: ApprovalAnswer, access: ToolAccess, call: CallInfo, risk: CommandRisk | None
+    ) -> str:
+        if answer.decision is ApprovalDecision.DENY:
+            raise PermissionDenied(
+                "the user denied this call; do not retry it as is — ask the user or do "
+                "something else"
+            )
+        if answer.decision is ApprovalDecision.DENY_WITH_MESSAGE:
+            raise PermissionDenied(f"the user denied this call and said: {answer.message}")
+        if answer.decision is ApprovalDecision.ALLOW_ALWAYS:
+            for rule in grant_rules(call.tool_name, access, risk, answer.pattern):
+                self.grants.add(rule, answer.scope)
+            return "approved_always"
+        return "approved"
+
+    def _emit(self, event: Event) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+
+
+def _claimed(label: str | None) -> Risk:
+    if label in RISK_ORDER:
+        return label  # type: ignore[return-value]
+    return "low"
+
+
+def _subjects(access: ToolAccess, risk: CommandRisk | None) -> list[str | None]:
+    if access.command is not None:
+        return (
+            [access.command, *(s.text.strip() for s in risk.segments)] if risk else [access.command]
+        )
+    return [access.subject]
+
+
+def suggest_pattern(tool: str, access: ToolAccess, risk: CommandRisk | None) -> str:
+    """A starting point for "allow always": program plus first argument, as a prefix."""
+    if access.command is None:
+        return f"{tool}({access.subject})" if access.subject else tool
+    if risk and len(risk.segments) == 1:
+        words = risk.segments[0].text.split()
+        if len(words) > 2:
+            return f"{tool}({' '.join(words[:2])}:*)"
+    return f"{tool}({access.command.strip()})"
+
+
+def grant_rules(
+    tool: str, access: ToolAccess, risk: CommandRisk | None, pattern: str | None
+) -> list[Rule]:
+    """What "allow always" grants: the edited pattern, or each segment exactly.
+
+    Granting per segment means approving ``git status && rm -rf x`` grants exactly those two
+    commands and nothing broader.
+    """
+    if pattern:
+        rule = Rule.parse(pattern) if "(" in pattern else Rule.parse(f"{tool}({pattern})")
+        return [rule]
+    if access.command is None:
+        return [Rule(tool, access.subject)] if access.subject else [Rule(tool)]
+    segments = [s.text.strip() for s in risk.segments] if risk else []
+    return [Rule(tool, text) for text in (segments or [access.command.strip()])]

@@ -1,0 +1,97 @@
+"""The ``[security]`` config section: what the policy enforces before anything runs."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tui.security.permissions import PermissionMode
+
+DEFAULT_FORBIDDEN_PATHS = [
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.azure",
+    "~/.config/gcloud",
+    "~/.kube",
+    "~/.docker/config.json",
+    "~/.netrc",
+    "~/.pgpass",
+    "~/.git-credentials",
+    "~/.password-store",
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh/ssh_host_rsa_key",
+    "/etc/ssh/ssh_host_ecdsa_key",
+    "/etc/ssh/ssh_host_ed25519_key",
+    "/root/.ssh",
+    "/proc/kcore",
+]
+
+DEFAULT_ENV_ALLOWLIST = [
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "COLORTERM",
+    "TMPDIR",
+    "TZ",
+    "PWD",
+    "COLUMNS",
+    "LINES",
+    "EDITOR",
+    "PAGER",
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+    "GOPATH",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "NVM_DIR",
+    "JAVA_HOME",
+    "XDG_RUNTIME_DIR",
+]
+"""Names a command inherits; any ``LC_*`` too. Everything else (API keys above all) stays out
+unless named in ``env_passthrough``."""
+
+DEFAULT_COMMAND_DENYLIST = [
+    "rm -rf /",
+    "rm -rf /*",
+    "rm -rf ~",
+    "rm -rf ~/",
+    "rm -fr /",
+    ":(){ :|:& };:",
+]
+
+
+class SecuritySettings(BaseModel):
+    """What may be touched and run, whatever the approval mode."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    permission_ceiling: PermissionMode = PermissionMode.DANGER_FULL_ACCESS
+    """Calls needing more than this are refused outright, never even asked."""
+    workspace_only: bool = False
+    """Refuse every path outside the workspace (reads too). When off, writes outside it need
+    danger-full-access, so they are asked about in the ask and auto-edit modes."""
+    forbidden_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_FORBIDDEN_PATHS))
+    extra_forbidden_paths: list[str] = Field(default_factory=list)
+    allowed_roots: list[str] = Field(default_factory=list)
+    """Folders outside the workspace that still count as inside it (say a shared scratch dir)."""
+    allow: list[str] = Field(default_factory=list)
+    """Rules that run without asking: ``tool``, ``tool(exact)``, ``tool(prefix:*)``."""
+    ask: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+    command_allowlist: list[str] | None = None
+    """When set, only these programs may run (every segment's program must be listed)."""
+    command_denylist: list[str] = Field(default_factory=lambda: list(DEFAULT_COMMAND_DENYLIST))
+    """Command patterns (exact or ``prefix:*``) refused in any segment."""
+    max_actions_per_hour: int = 600
+    """Acting (non-read-only) calls allowed in any sliding hour; 0 means no limit."""
+    env_allowlist: list[str] = Field(default_factory=lambda: list(DEFAULT_ENV_ALLOWLIST))
+    env_passthrough: list[str] = Field(default_factory=list)
+    """Extra variable names a command may see (an explicit opt-in for secrets)."""

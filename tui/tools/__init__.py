@@ -1,0 +1,1 @@
+"""The tool system: contracts, the registry, the built-in tools."""

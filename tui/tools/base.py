@@ -1,0 +1,138 @@
+"""The tool contract: typed parameters, a declared permission, an async ``execute``."""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from tui.security.permissions import PermissionMode
+from tui.tools.truncation import TruncationRule
+
+if TYPE_CHECKING:
+    from tui.tools.context import ToolContext
+    from tui.tools.result import ToolResult
+
+
+class ToolParams(BaseModel):
+    """Base of every tool's parameters: unknown arguments are an error, not silently dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+P = TypeVar("P", bound=ToolParams)
+
+REQUIRED_DESCRIPTION_SECTIONS = ("When to use", "When NOT to use", "Disambiguation", "Examples")
+
+
+@dataclass
+class ToolAccess:
+    """What one call would touch, as the security policy needs to judge it.
+
+    Tools compute it from their parsed parameters; the policy never reads tool params itself.
+    """
+
+    permission: PermissionMode
+    """The least permission this particular call needs."""
+    command: str | None = None
+    """A shell command the call runs, judged by the risk parser segment by segment."""
+    read_paths: list[str] = field(default_factory=list)
+    write_paths: list[str] = field(default_factory=list)
+    subject: str | None = None
+    """What ``tool(pattern)`` rules match against when there is no command (a path, a URL)."""
+    claimed_risk: str | None = None
+    """The model's own risk label: shown to the person, never lowers the computed risk."""
+    why: str | None = None
+    acting: bool | None = None
+    """Counts towards the acting-calls rate limit; defaults to permission > read-only."""
+
+    @property
+    def is_acting(self) -> bool:
+        if self.acting is not None:
+            return self.acting
+        return self.permission > PermissionMode.READ_ONLY
+
+
+class Tool(ABC, Generic[P]):
+    """A capability the model can call.
+
+    Subclasses set the class attributes and implement ``execute``. The JSON schema of
+    ``Params`` is exactly what the model sees, so field descriptions matter.
+    """
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    description: ClassVar[str]
+    Params: ClassVar[type[ToolParams]]
+    permission: ClassVar[PermissionMode] = PermissionMode.READ_ONLY
+    truncation: ClassVar[TruncationRule] = TruncationRule.head(8000)
+    aliases: ClassVar[dict[str, str]] = {}
+    """Argument names models commonly use instead of ours (``cmd`` for ``command``)."""
+    exclusive: ClassVar[bool] = False
+    """Never runs beside other calls (a call that changes the tool set, say)."""
+    streams_output: ClassVar[bool] = False
+    """True when ``execute`` streams its own output to ``ctx``; otherwise the registry sends
+    the full result text to the UI stream once the call ends."""
+
+    def access(self, params: P) -> ToolAccess:
+        """What this call touches; override for tools with paths or commands."""
+        return ToolAccess(permission=self.permission)
+
+    @abstractmethod
+    async def execute(self, params: P, ctx: ToolContext) -> ToolResult:
+        """Run the call.
+
+        Raises:
+            ToolError: any subclass; the registry turns it into an ``is_error`` result.
+        """
+
+    def parameters_schema(self) -> dict[str, Any]:
+        return clean_schema(self.Params.model_json_schema())
+
+    def openai_definition(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters_schema(),
+            },
+        }
+
+    def anthropic_definition(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.parameters_schema(),
+        }
+
+
+def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's ``title`` noise; models read descriptions, titles only cost tokens."""
+
+    def strip(node: Any, *, in_properties: bool = False) -> Any:
+        if isinstance(node, dict):
+            return {
+                key: strip(value, in_properties=(key == "properties" and not in_properties))
+                for key, value in node.items()
+                if in_properties or key != "title"
+            }
+        if isinstance(node, list):
+            return [strip(item) for item in node]
+        return node
+
+    cleaned: dict[str, Any] = strip(schema)
+    cleaned.setdefault("properties", {})
+    return cleaned
+
+
+def missing_description_sections(description: str) -> list[str]:
+    """The mini-sections a built-in tool description lacks (a test holds every tool to them)."""
+    return [
+        section
+        for section in REQUIRED_DESCRIPTION_SECTIONS
+        if not re.search(rf"^\s*\**{re.escape(section)}\**\s*:", description, re.MULTILINE)
+    ]
