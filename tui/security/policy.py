@@ -111,6 +111,7 @@ class SecurityPolicy:
         )
         self.rate_limiter = RateLimiter(self.settings.max_actions_per_hour)
         self.on_event = on_event
+        self._env: dict[str, str] | None = None
         self._approval_lock = asyncio.Lock()
 
     @property
@@ -127,9 +128,13 @@ class SecurityPolicy:
         return self.paths.resolve(raw)
 
     def command_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        return reduced_environment(
-            self.settings.env_allowlist, self.settings.env_passthrough, extra=extra
-        )
+        """The environment for a command, built once per policy: walking ``os.environ`` costs
+        a quarter of a millisecond, a fifth of a whole ``true`` command."""
+        if self._env is None:
+            self._env = reduced_environment(
+                self.settings.env_allowlist, self.settings.env_passthrough
+            )
+        return {**self._env, **extra} if extra else dict(self._env)
 
     # -- judging -----------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ matches rules per segment: a person who allows ``touch a`` must not thereby allo
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from bisect import bisect_left, bisect_right
@@ -88,8 +89,13 @@ dangling pipes takes 0.7 s, 400 KB exhausted memory in a test), and no one reads
 command in an approval prompt anyway."""
 
 
+@functools.lru_cache(maxsize=1024)
 def assess_command(command: str) -> CommandRisk:
-    """Judge ``command``; never raises, because a crashing security check helps nobody."""
+    """Judge ``command``; never raises, because a crashing security check helps nobody.
+
+    Cached: the verdict is a pure function of the text (and immutable), agents repeat
+    commands, and the policy judges each call twice (once to plan, once to run).
+    """
     if len(command) > MAX_PARSED_BYTES:
         reason = f"the command is {len(command)} characters long, too long to judge, so it is high"
         segment = SegmentRisk(command, "high", (reason,), read_only=False, program=None)

@@ -71,6 +71,9 @@ class Tool(ABC, Generic[P]):
     truncation: ClassVar[TruncationRule] = TruncationRule.head(8000)
     aliases: ClassVar[dict[str, str]] = {}
     """Argument names models commonly use instead of ours (``cmd`` for ``command``)."""
+    honours_cancel: ClassVar[bool] = False
+    """True when ``execute`` itself stops promptly once ``ctx.cancel`` is set, so the registry
+    can await it directly instead of racing it against the cancel event."""
     exclusive: ClassVar[bool] = False
     """Never runs beside other calls (a call that changes the tool set, say)."""
     streams_output: ClassVar[bool] = False

@@ -228,6 +228,8 @@ class ToolRegistry:
         self, tool: Tool[Any], params: ToolParams, ctx: ToolContext
     ) -> ToolResult:
         """Race the tool against the cancel event, so even a tool that never checks it stops."""
+        if tool.honours_cancel:
+            return await tool.execute(params, ctx)
         task = asyncio.ensure_future(tool.execute(params, ctx))
         waiter = asyncio.ensure_future(ctx.cancel.wait())
         try:

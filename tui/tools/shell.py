@@ -18,6 +18,8 @@ from tui.tools.truncation import TruncationRule, truncate
 STREAM_RULE = TruncationRule.head(4000, keep_tail=1000)
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 4 * 3600.0
+SPILL_IN_THREAD_CHARS = 64 * 1024
+"""Above this, saving the full output to a file moves off the event loop."""
 
 
 class RunShellParams(ToolParams):
@@ -59,6 +61,7 @@ class RunShellTool(Tool[RunShellParams]):
         "shell_command": "command",
     }
     streams_output = True
+    honours_cancel = True
     description = """Run a shell command and return its exit code, stdout and stderr.
 
 When to use: building, testing, running programs, inspecting the system, git, package
@@ -97,7 +100,9 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
             )
         except BackendError as error:
             raise ExecutionFailed(f"{ctx.backend.actor}: {error.msg}") from None
-        return await asyncio.to_thread(format_result, result, ctx.tool_call_id, timeout)
+        if len(result.stdout) + len(result.stderr) > SPILL_IN_THREAD_CHARS:
+            return await asyncio.to_thread(format_result, result, ctx.tool_call_id, timeout)
+        return format_result(result, ctx.tool_call_id, timeout)
 
 
 def format_result(result: ExecResult, call_id: str, timeout: float) -> ToolResult:
