@@ -1,14 +1,30 @@
-"""The ``agent-tui`` command. Kept import-light: ``--version`` must not load Textual."""
+"""The ``agent-tui`` command. Kept import-light: ``--version`` must not load Textual.
+
+Headless contract (scripts rely on it):
+``agent-tui -p PROMPT [--provider openai|anthropic] [--model M] [--base-url URL]
+[--approval-mode read-only|ask|auto-edit|full-auto] [--workspace DIR]
+[--output-format text|json|stream-json] [--max-turns N]`` prints the final answer, one JSON
+object, or every bus event as a JSON line, and exits 0 — or non-zero with a one-line reason.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tui import __version__
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_MAX_TURNS = 3
+EXIT_CANCELLED = 130
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,29 +33,165 @@ def build_parser() -> argparse.ArgumentParser:
         description="A terminal agent whose every tool call you can watch, approve and take over.",
     )
     parser.add_argument("--version", action="version", version=f"agent-tui {__version__}")
+    parser.add_argument("-p", "--prompt", help="run headless with this prompt (- reads stdin)")
+    parser.add_argument("--provider", choices=["openai", "anthropic"])
+    parser.add_argument("--model")
+    parser.add_argument("--base-url")
+    parser.add_argument("--approval-mode", choices=["read-only", "ask", "auto-edit", "full-auto"])
     parser.add_argument("--workspace", type=Path, default=None, help="workspace root (default: .)")
+    parser.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text")
+    parser.add_argument("--max-turns", type=int)
+    parser.add_argument(
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help="resume the latest session of this workspace",
+    )
+    parser.add_argument("--resume", metavar="ID", help="resume the session with this id")
     sub = parser.add_subparsers(dest="command")
+    sub.add_parser("sessions", help="list the saved sessions of this workspace")
     sub.add_parser("tools", help="list the built-in tools and the permission each needs")
     run = sub.add_parser("tool", help="run one tool through the registry and policy")
     run.add_argument("name")
     run.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
     run.add_argument(
         "--approval-mode",
+        dest="tool_approval_mode",
         choices=["read-only", "ask", "auto-edit", "full-auto"],
         default="read-only",
     )
     return parser
 
 
+def fail(reason: str, code: int = EXIT_FAILED) -> int:
+    """One line on stderr, then the exit code: the contract for every failure."""
+    print(f"agent-tui: {' '.join(reason.split())}", file=sys.stderr)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     workspace = (args.workspace or Path.cwd()).resolve()
+    if not workspace.is_dir():
+        return fail(f"workspace {workspace} is not a folder", EXIT_USAGE)
     if args.command == "tools":
         return list_tools()
     if args.command == "tool":
-        return asyncio.run(run_tool(workspace, args.name, args.arguments, args.approval_mode))
-    build_parser().print_help()
-    return 2
+        return asyncio.run(run_tool(workspace, args.name, args.arguments, args.tool_approval_mode))
+    if args.command == "sessions":
+        return list_sessions(workspace)
+    if args.prompt is not None:
+        if args.max_turns is not None and args.max_turns < 1:
+            return fail("--max-turns must be at least 1", EXIT_USAGE)
+        prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+        return asyncio.run(run_headless(workspace, prompt, args))
+    return run_app(workspace, args)
+
+
+def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "provider": {"name": args.provider, "model": args.model, "base_url": args.base_url},
+        "approval": {"mode": args.approval_mode},
+        "agent": {"max_turns": args.max_turns},
+    }
+
+
+def load(workspace: Path, args: argparse.Namespace) -> Any:
+    from tui.config import load_settings
+
+    overrides = overrides_from(args)
+    if args.provider and not args.model:
+        # A provider chosen on the command line brings its own default model, rather than
+        # inheriting a model name of another provider from a config file.
+        from tui.config import default_model
+
+        overrides["provider"]["model"] = default_model(args.provider)
+    return load_settings(workspace, overrides=overrides)
+
+
+async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -> int:
+    from tui.agent.transcript import SessionNotFound
+    from tui.config import ConfigError
+    from tui.headless import HeadlessPrinter, TerminalApprover
+    from tui.security.approval import NoApprover
+    from tui.session import build_session, describe_outcome
+
+    try:
+        loaded = load(workspace, args)
+    except ConfigError as error:
+        return fail(error.msg, EXIT_USAGE)
+    interactive = _has_tty()
+    try:
+        session = build_session(
+            workspace,
+            loaded,
+            approver_factory=lambda bus: (
+                TerminalApprover()
+                if interactive
+                else NoApprover("no UI and no TTY to ask (headless mode with no terminal)")
+            ),
+            resume=args.resume,
+            continue_latest=args.continue_latest,
+        )
+    except SessionNotFound as error:
+        return fail(error.msg, EXIT_USAGE)
+    printer = HeadlessPrinter(args.output_format)
+    session.bus.add_listener(printer)
+    try:
+        if session.loop is None:
+            return fail(session.provider_error or "no model provider configured", EXIT_USAGE)
+        loop = asyncio.get_running_loop()
+        interrupts = 0
+
+        def on_signal() -> None:
+            nonlocal interrupts
+            interrupts += 1
+            if interrupts > 1:
+                os._exit(EXIT_CANCELLED)
+            assert session.loop is not None
+            session.loop.cancel()
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, on_signal)
+        outcome = await session.submit(prompt)
+        printer.finish(describe_outcome(outcome, session))
+    finally:
+        await session.aclose()
+    if outcome.reason == "completed":
+        return EXIT_OK
+    if outcome.reason == "max_turns":
+        return fail(f"stopped after {outcome.turns} turns (--max-turns)", EXIT_MAX_TURNS)
+    if outcome.reason == "cancelled":
+        return fail("cancelled", EXIT_CANCELLED)
+    return fail(outcome.error or (printer.errors[-1] if printer.errors else "the run failed"))
+
+
+def _has_tty() -> bool:
+    try:
+        with open("/dev/tty", "r+"):
+            return True
+    except OSError:
+        return False
+
+
+def run_app(workspace: Path, args: argparse.Namespace) -> int:
+    try:
+        from tui.ui.app import run as run_tui
+    except ImportError:
+        build_parser().print_help()
+        return EXIT_USAGE
+    return run_tui(workspace, args)
+
+
+def list_sessions(workspace: Path) -> int:
+    from tui.agent.transcript import SessionStore, format_session_table
+
+    infos = SessionStore().list(workspace)
+    if not infos:
+        print(f"no saved sessions for {workspace}")
+        return EXIT_OK
+    print(format_session_table(infos))
+    return EXIT_OK
 
 
 def list_tools() -> int:
@@ -48,7 +200,7 @@ def list_tools() -> int:
     for tool in builtin_tools():
         summary = tool.description.strip().split("\n", 1)[0]
         print(f"{tool.name:<14} {tool.permission.value:<19} {summary}")
-    return 0
+    return EXIT_OK
 
 
 async def run_tool(workspace: Path, name: str, arguments: str, mode: str) -> int:
@@ -74,10 +226,10 @@ async def run_tool(workspace: Path, name: str, arguments: str, mode: str) -> int
     result = await registry.execute(name, arguments, ctx)
     if result.is_error:
         print(result.text, file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     if not result.text.endswith("\n"):
         print()
-    return 0
+    return EXIT_OK
 
 
 if __name__ == "__main__":

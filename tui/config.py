@@ -45,6 +45,7 @@ from pydantic import (
     model_validator,
 )
 
+from tui.agent.hooks import HookCommand
 from tui.errors import AgentTuiError
 from tui.locations import config_dir
 from tui.security.permissions import ApprovalMode
@@ -170,33 +171,6 @@ class ApprovalSettings(BaseModel):
     """Seconds to wait for an answer before the call is denied; unset waits for ever."""
     grants: list[SavedGrant] = Field(default_factory=list)
     """Saved "allow always" grants, written by the app; delete an entry to revoke it."""
-
-
-class HookCommand(BaseModel):
-    """A shell command run around tool calls whose tool name matches."""
-
-    model_config = _SECTION
-
-    matcher: str = "*"
-    """``*`` for every tool, else a tool name or a regular expression matched in full."""
-    command: str
-    """The shell command; it receives the call as JSON on stdin."""
-    timeout: float = Field(default=30, gt=0)
-    """Seconds before the hook is killed."""
-
-    @field_validator("matcher")
-    @classmethod
-    def _matcher_compiles(cls, value: str) -> str:
-        """Catch a bad regex at start-up rather than on the first tool call."""
-        if value != "*":
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"not a valid regular expression: {exc}") from None
-        return value
-
-    def matches(self, tool_name: str) -> bool:
-        return self.matcher == "*" or re.fullmatch(self.matcher, tool_name) is not None
 
 
 class HooksSettings(BaseModel):

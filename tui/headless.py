@@ -19,6 +19,7 @@ from tui.events import (
     ToolCallCompleted,
     ToolCallStarted,
 )
+from tui.security.approval import ApprovalAnswer, ApprovalDecision
 
 OutputFormat = Literal["text", "json", "stream-json"]
 
@@ -80,3 +81,59 @@ class HeadlessPrinter:
         elif self.fmt == "json":
             self.stdout.write(json.dumps(result) + "\n")
         self.stdout.flush()
+
+
+class TerminalApprover:
+    """Asks on the controlling terminal when headless mode runs interactively.
+
+    Reads ``/dev/tty`` (not stdin, which may carry the prompt) in a thread, so the event loop
+    and any running tools keep going while the person reads the command.
+    """
+
+    PROMPT = "allow? [y]es once / [a]lways (this exact command) / [n]o / n: reason > "
+
+    def __init__(self, tty_path: str = "/dev/tty") -> None:
+        self.tty_path = tty_path
+
+    async def __call__(self, request: ApprovalRequested) -> ApprovalAnswer:
+        import asyncio
+
+        return await asyncio.to_thread(self._ask, request)
+
+    def _ask(self, request: ApprovalRequested) -> ApprovalAnswer:
+        with open(self.tty_path, "r+", encoding="utf-8") as tty:
+            tty.write(f"\n{request.tool_name} on {request.actor} needs approval\n")
+            if request.command:
+                tty.write(f"  command: {request.command}\n")
+                for segment in request.segments:
+                    reasons = f" ({'; '.join(segment.reasons)})" if segment.reasons else ""
+                    tty.write(f"    [{segment.risk:>6}] {segment.text}{reasons}\n")
+            else:
+                tty.write(f"  arguments: {json.dumps(request.arguments)[:2000]}\n")
+            if request.why:
+                tty.write(f"  why: {request.why}\n")
+            if request.claimed_risk:
+                tty.write(f"  model's risk: {request.claimed_risk}; computed: {request.risk}\n")
+            while True:
+                tty.write(self.PROMPT)
+                tty.flush()
+                answer = tty.readline()
+                if not answer:
+                    return ApprovalAnswer.deny("no answer (the terminal closed)")
+                parsed = parse_terminal_answer(answer)
+                if parsed is not None:
+                    return parsed
+
+
+def parse_terminal_answer(text: str) -> ApprovalAnswer | None:
+    text = text.strip()
+    lowered = text.lower()
+    if lowered in ("y", "yes"):
+        return ApprovalAnswer.allow_once()
+    if lowered in ("a", "always"):
+        return ApprovalAnswer(decision=ApprovalDecision.ALLOW_ALWAYS)
+    if lowered in ("n", "no"):
+        return ApprovalAnswer.deny()
+    if lowered.startswith(("n:", "no:")):
+        return ApprovalAnswer.deny(text.split(":", 1)[1].strip() or None)
+    return None

@@ -16,26 +16,37 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tui.tools.result import ToolResult
 
 
 class HookCommand(BaseModel):
-    """One ``[[hooks.pre_tool_use]]`` / ``[[hooks.post_tool_use]]`` entry."""
+    """A shell command run around tool calls whose tool name matches
+    (one ``[[hooks.pre_tool_use]]`` / ``[[hooks.post_tool_use]]`` entry)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     matcher: str = "*"
-    """A tool name, ``*``, or a regular expression matched against the whole tool name."""
+    """``*`` for every tool, else a tool name or a regular expression matched in full."""
     command: str
-    timeout: float = Field(default=30.0, gt=0)
+    """The shell command; it receives the call as JSON on stdin."""
+    timeout: float = Field(default=30, gt=0)
+    """Seconds before the hook is killed."""
+
+    @field_validator("matcher")
+    @classmethod
+    def _matcher_compiles(cls, value: str) -> str:
+        """Catch a bad regex at start-up rather than on the first tool call."""
+        if value != "*":
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression: {exc}") from None
+        return value
 
     def matches(self, tool_name: str) -> bool:
-        if self.matcher in ("*", "", tool_name):
-            return True
-        try:
-            return re.fullmatch(self.matcher, tool_name) is not None
-        except re.error:
-            return False
+        return self.matcher == "*" or re.fullmatch(self.matcher, tool_name) is not None
 
 
 @dataclass

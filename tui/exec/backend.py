@@ -49,6 +49,31 @@ class ExecResult:
     """Things the person and the model should know (a pane recreated, a drain cut short)."""
 
 
+class InteractiveProcess(ABC):
+    """A long-lived process on the target with byte pipes (a tmux control client, say).
+
+    Backends that can start one set ``SUPPORTS_SPAWN`` and implement ``spawn``; tmux control
+    mode rides on it identically locally, in a container and over SSH.
+    """
+
+    @abstractmethod
+    async def write(self, data: bytes) -> None:
+        """Send bytes to the process's stdin. Raises BackendError when it is gone."""
+
+    @abstractmethod
+    async def read(self, size: int = 65536) -> bytes:
+        """The next bytes of stdout as they come; ``b""`` at end of stream."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Close stdin, then stop the process if it does not exit on its own."""
+
+    @property
+    @abstractmethod
+    def returncode(self) -> int | None:
+        """The exit status once it ended, else None."""
+
+
 class ExecutionBackend(ABC):
     """Runs commands and moves files on one target.
 
@@ -57,6 +82,7 @@ class ExecutionBackend(ABC):
     """
 
     SUPPORTS_TMUX: bool = False
+    SUPPORTS_SPAWN: bool = False
 
     @property
     @abstractmethod
@@ -98,6 +124,18 @@ class ExecutionBackend(ABC):
     @abstractmethod
     async def write_file(self, path: str, data: bytes, *, make_parents: bool = True) -> None:
         """Replace ``path`` with ``data``, creating parent folders when asked."""
+
+    async def spawn(
+        self, argv: list[str], *, env: Mapping[str, str] | None = None
+    ) -> InteractiveProcess:
+        """Start ``argv`` with piped stdin/stdout (stderr merged or discarded).
+
+        Only for ``SUPPORTS_SPAWN`` backends.
+
+        Raises:
+            BackendError: the target cannot start it.
+        """
+        raise BackendError(f"{self.actor} cannot start interactive processes")
 
     async def close(self) -> None:  # noqa: B027 - optional hook, default does nothing
         """Release connections, servers, containers the backend started."""

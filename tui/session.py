@@ -1,0 +1,241 @@
+"""The composition root: settings in, a wired agent session out.
+
+This is the one place that knows every concrete class. Headless mode and the full-screen app
+both build an ``AgentSession`` here and then only talk to it: submit, steer, cancel, answer
+approvals, read the bus.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tui.agent.execution import ToolPlan
+from tui.agent.hooks import Hooks
+from tui.agent.loop import AgentLoop, LoopSettings, TurnOutcome
+from tui.agent.prompt import build_system_prompt
+from tui.agent.providers.base import Message, Provider, ProviderError
+from tui.agent.providers.factory import make_provider
+from tui.agent.subagent import SubAgentTool
+from tui.agent.transcript import SessionStore, Transcript
+from tui.bus import EventBus
+from tui.config import LoadedSettings
+from tui.events import Notice
+from tui.exec.backend import ExecutionBackend
+from tui.exec.local import LocalBackend
+from tui.security.approval import ApprovalBroker, Approver
+from tui.security.grants import GrantStore
+from tui.security.policy import SecurityPolicy
+from tui.tools.builtin import builtin_tools
+from tui.tools.registry import ToolRegistry
+from tui.tools.truncation import envelope
+
+ApproverFactory = Callable[[EventBus], Approver]
+
+
+@dataclass
+class AgentSession:
+    workspace: Path
+    loaded: LoadedSettings
+    bus: EventBus
+    policy: SecurityPolicy
+    backend: ExecutionBackend
+    registry: ToolRegistry
+    provider: Provider | None
+    provider_error: str | None
+    transcript: Transcript
+    store: SessionStore
+    loop: AgentLoop | None
+    broker: ApprovalBroker | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def session_id(self) -> str:
+        return self.transcript.id
+
+    async def submit(self, prompt: str) -> TurnOutcome:
+        if self.loop is None:
+            raise ProviderError(self.provider_error or "no model provider is configured")
+        return await self.loop.submit(prompt)
+
+    async def aclose(self) -> None:
+        if self.provider is not None:
+            await self.provider.aclose()
+        await self.backend.close()
+        self.transcript.close()
+
+
+def repair_dangling_calls(messages: list[Message]) -> list[Message]:
+    """Give every tool call a result: a session killed mid-tool left calls unanswered, and the
+    wire protocols reject a conversation that has them."""
+    answered = {m.tool_call_id for m in messages if m.role == "tool"}
+    repaired: list[Message] = []
+    for message in messages:
+        repaired.append(message)
+        if message.role != "assistant":
+            continue
+        for call in message.tool_calls:
+            if call.id in answered:
+                continue
+            # Right after its assistant message: results may come in any order there.
+            repaired.append(
+                Message(
+                    role="tool",
+                    content=envelope(
+                        "Error (Interrupted): the session ended before this call finished; "
+                        "whether it had any effect is unknown — check before repeating it."
+                    ),
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    is_error=True,
+                )
+            )
+    return repaired
+
+
+def build_session(
+    workspace: Path,
+    loaded: LoadedSettings,
+    *,
+    approver_factory: ApproverFactory | None = None,
+    resume: str | None = None,
+    continue_latest: bool = False,
+    backend: ExecutionBackend | None = None,
+    provider: Provider | None = None,
+) -> AgentSession:
+    """Wire one session. A missing or unusable provider is not fatal here: the app still opens
+    (and says what to set); headless mode turns ``provider_error`` into its exit message."""
+    settings = loaded.settings
+    bus = EventBus()
+    store = SessionStore()
+    warnings = workspace_warnings(loaded)
+
+    provider_error: str | None = None
+    if provider is None:
+        try:
+            provider = make_provider(
+                settings.provider.name,
+                settings.provider.model or "",
+                api_key=settings.provider.api_key.get_secret_value()
+                if settings.provider.api_key
+                else None,
+                base_url=settings.provider.base_url,
+                stream=settings.provider.stream,
+            )
+        except ProviderError as error:
+            provider_error = error.msg
+
+    messages: list[Message] = []
+    if continue_latest and resume is None:
+        latest = store.latest(workspace)
+        resume = latest.id if latest else None
+    if resume is not None:
+        transcript = store.open(resume)
+        messages = repair_dangling_calls(store.load_messages(transcript.id))
+    else:
+        transcript = store.create(
+            workspace, settings.provider.name, settings.provider.model or "(none)"
+        )
+    bus.add_listener(transcript.append_event)
+
+    broker = ApprovalBroker(bus.publish, timeout=settings.approval.timeout)
+    approver = approver_factory(bus) if approver_factory is not None else broker
+    policy = SecurityPolicy(
+        workspace,
+        settings.security,
+        approval_mode=settings.approval.mode,
+        approver=approver,
+        grants=GrantStore(workspace, loaded.user_config_path),
+        on_event=bus.publish,
+    )
+    backend = backend or LocalBackend(default_cwd=str(workspace))
+    registry = ToolRegistry(tool for tool in builtin_tools() if settings.tools.enabled(tool.name))
+    hooks = Hooks(
+        pre_commands=list(settings.hooks.pre_tool_use),
+        post_commands=list(settings.hooks.post_tool_use),
+        session_id=transcript.id,
+        cwd=str(workspace),
+        env=policy.command_env(),
+    )
+    loop: AgentLoop | None = None
+    if provider is not None:
+        loop = AgentLoop(
+            provider=provider,
+            registry=registry,
+            backend=backend,
+            policy=policy,
+            system_prompt="",
+            emit=bus.publish,
+            settings=LoopSettings(
+                max_turns=settings.agent.max_turns,
+                plan=ToolPlan(settings.agent.strategy, settings.agent.batch_size),
+                max_tokens=settings.provider.max_tokens,
+                subagent_max_turns=settings.agent.subagent_max_turns,
+            ),
+            hooks=hooks,
+            on_message=transcript.append_message,
+            messages=messages,
+        )
+        if settings.tools.enabled("agent"):
+            registry.register(SubAgentTool(loop))
+        loop.system_prompt = build_system_prompt(
+            workspace,
+            actor=backend.actor,
+            extra=settings.agent.system_prompt,
+            tools=registry.names(),
+        )
+    session = AgentSession(
+        workspace=workspace,
+        loaded=loaded,
+        bus=bus,
+        policy=policy,
+        backend=backend,
+        registry=registry,
+        provider=provider,
+        provider_error=provider_error,
+        transcript=transcript,
+        store=store,
+        loop=loop,
+        broker=broker if approver is broker else None,
+        warnings=warnings,
+    )
+    for warning in warnings:
+        bus.publish(Notice(message=warning, level="warning"))
+    return session
+
+
+LOOSENING_KEYS = ("approval.mode", "hooks", "security")
+
+
+def workspace_warnings(loaded: LoadedSettings) -> list[str]:
+    """A cloned repository's ``.agent-tui.toml`` can loosen approvals or add hook commands:
+    say so out loud every time, so it never happens unseen."""
+    path = loaded.workspace_config_path
+    if path is None:
+        return []
+    found: list[str] = []
+    for key in LOOSENING_KEYS:
+        origin = loaded.origin(key)
+        if str(path) in origin:
+            found.append(key)
+    if not found:
+        return []
+    return [f"{path} sets {', '.join(found)}: check it if you did not write it yourself"]
+
+
+def describe_outcome(outcome: TurnOutcome, session: AgentSession) -> dict[str, Any]:
+    """The ``--output-format json`` object."""
+    return {
+        "result": outcome.final_text,
+        "stop_reason": outcome.reason,
+        "is_error": outcome.reason not in ("completed",),
+        "error": outcome.error,
+        "turns": outcome.turns,
+        "session_id": session.session_id,
+        "usage": {
+            "input_tokens": session.loop.usage.input_tokens if session.loop else 0,
+            "output_tokens": session.loop.usage.output_tokens if session.loop else 0,
+        },
+    }
