@@ -112,6 +112,7 @@ def load(workspace: Path, args: argparse.Namespace) -> Any:
 async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -> int:
     from tui.agent.transcript import SessionNotFound
     from tui.config import ConfigError
+    from tui.events import Notice
     from tui.headless import HeadlessPrinter, TerminalApprover
     from tui.security.approval import NoApprover
     from tui.session import build_session, describe_outcome
@@ -137,6 +138,10 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
         return fail(error.msg, EXIT_USAGE)
     printer = HeadlessPrinter(args.output_format)
     session.bus.add_listener(printer)
+    for warning in session.warnings:
+        # Published while the session was built, before the printer listened: a workspace
+        # file loosening approvals or adding hooks must be seen in headless runs too.
+        printer(Notice(message=warning, level="warning"))
     try:
         if session.loop is None:
             return fail(session.provider_error or "no model provider configured", EXIT_USAGE)

@@ -56,8 +56,15 @@ class ToolExecutor:
         self.steered = steered
         self.cancelled = cancelled
 
-    async def run(self, calls: list[ToolCall]) -> list[ToolResult]:
-        results: dict[int, ToolResult] = {}
+    async def run(
+        self, calls: list[ToolCall], results: dict[int, ToolResult] | None = None
+    ) -> list[ToolResult]:
+        """One result per call, in call order.
+
+        ``results`` (by call index) is filled as each call finishes, so a caller whose task is
+        cancelled mid-way still knows which calls have a result and which never finished.
+        """
+        results = {} if results is None else results
         for group in self._groups(calls):
             if self.cancelled():
                 for index in group:
@@ -102,9 +109,10 @@ class ToolExecutor:
     async def _run_group(
         self, calls: list[ToolCall], group: list[int], results: dict[int, ToolResult]
     ) -> None:
+        async def one(index: int) -> None:
+            results[index] = await self.run_call(calls[index])
+
         if len(group) == 1:
-            results[group[0]] = await self.run_call(calls[group[0]])
+            await one(group[0])
             return
-        outcomes = await asyncio.gather(*(self.run_call(calls[index]) for index in group))
-        for index, outcome in zip(group, outcomes, strict=True):
-            results[index] = outcome
+        await asyncio.gather(*(one(index) for index in group))

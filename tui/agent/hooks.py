@@ -89,7 +89,10 @@ class Hooks:
     async def run_before_tool(self, call: ToolCallInfo) -> PreToolDecision:
         decision = PreToolDecision()
         for callback in self.before_tool:
-            answer = await callback(call)
+            try:
+                answer = await callback(call)
+            except Exception as error:  # a crashing check fails closed, like a failed command
+                return PreToolDecision(deny_reason=f"a before-tool hook failed: {_describe(error)}")
             if answer is None:
                 continue
             if answer.deny_reason:
@@ -110,7 +113,10 @@ class Hooks:
 
     async def run_after_tool(self, call: ToolCallInfo, result: ToolResult) -> ToolResult:
         for callback in self.after_tool:
-            changed = await callback(call, result)
+            try:
+                changed = await callback(call, result)
+            except Exception as error:  # the call already ran: keep its result, say so
+                changed = _with_feedback(result, f"an after-tool hook failed: {_describe(error)}")
             if changed is not None:
                 result = changed
         for hook in self.post_commands:
@@ -178,8 +184,16 @@ class Hooks:
                 feedback = str(output.get("reason", ""))
         if not feedback:
             return result
-        text = f"{result.text}\n[PostToolUse hook] {feedback}"
-        return ToolResult(text, result.details, result.is_error, result.child_loop_id)
+        return _with_feedback(result, feedback)
+
+
+def _with_feedback(result: ToolResult, feedback: str) -> ToolResult:
+    text = f"{result.text}\n[PostToolUse hook] {feedback}"
+    return ToolResult(text, result.details, result.is_error, result.child_loop_id)
+
+
+def _describe(error: Exception) -> str:
+    return f"{type(error).__name__}: {error}"
 
 
 @dataclass

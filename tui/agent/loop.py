@@ -102,6 +102,7 @@ class AgentLoop:
         self._steering: collections.deque[str] = collections.deque()
         self._cancel = asyncio.Event()
         self._stream_task: asyncio.Task[Completed | None] | None = None
+        self._definitions: tuple[tuple[Any, ...], list[dict[str, Any]]] | None = None
         self.running = False
 
     # -- what the outside may do -------------------------------------------------------------
@@ -199,9 +200,19 @@ class AgentLoop:
                 return None
             raise
 
+    def _tool_definitions(self) -> list[dict[str, Any]]:
+        """The request's tool definitions, rebuilt only when the tool set changes: generating
+        the JSON schemas costs ~5 ms per request, more than a whole ``true`` command."""
+        fmt = self.provider.tool_format
+        key = (fmt, *((name, self.registry.get(name)) for name in self.registry.names()))
+        if self._definitions is None or self._definitions[0] != key:
+            self._definitions = (key, self.registry.definitions(fmt))
+        return self._definitions[1]
+
     async def _stream(self) -> Completed | None:
-        tools = self.registry.definitions(self.provider.tool_format)
+        tools = self._tool_definitions()
         text_parts: list[str] = []
+        completed: Completed | None = None
         try:
             async for event in self.provider.stream(
                 system=self.system_prompt,
@@ -215,8 +226,9 @@ class AgentLoop:
                 elif isinstance(event, UsageReport):
                     self._add_usage(event)
                 elif isinstance(event, Completed):
-                    self._finish_message(event)
-                    return event
+                    # Keep reading to the generator's end rather than returning here: closing
+                    # it early would drop the HTTP connection instead of reusing it.
+                    completed = event
         except asyncio.CancelledError:
             partial = "".join(text_parts)
             if partial:
@@ -229,7 +241,10 @@ class AgentLoop:
                 self._append(Message(role="assistant", content=partial + "\n[interrupted]"))
                 self.emit(AssistantMessage(text=partial))
             raise error
-        raise ProviderError(f"{self.provider.name} stream ended without a final message")
+        if completed is None:
+            raise ProviderError(f"{self.provider.name} stream ended without a final message")
+        self._finish_message(completed)
+        return completed
 
     def _add_usage(self, usage: UsageReport) -> None:
         self.usage.input_tokens += usage.input_tokens
@@ -267,7 +282,40 @@ class AgentLoop:
             steered=lambda: self.steering_pending,
             cancelled=self._cancel.is_set,
         )
-        results = await executor.run(calls)
+        finished: dict[int, ToolResult] = {}
+        try:
+            results = await executor.run(calls, finished)
+        except BaseException:
+            # The task running this loop was cancelled from outside (not via ``cancel``) or
+            # something broke: the calls are already in the conversation, and a request with
+            # an unanswered call is rejected, so each one still gets exactly one result.
+            results = [
+                finished[index] if index in finished else self._interrupted(call)
+                for index, call in enumerate(calls)
+            ]
+            self._record_results(calls, results)
+            raise
+        self._record_results(calls, results)
+
+    def _interrupted(self, call: ToolCall) -> ToolResult:
+        result = ToolResult.error(
+            "Interrupted",
+            f"{call.name} was interrupted before it finished; whether it had any effect is "
+            "unknown — check before repeating it.",
+        )
+        self.emit(
+            ToolCallCompleted(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                is_error=True,
+                duration_ms=0.0,
+                error_type="Interrupted",
+                summary=result.text[:200],
+            )
+        )
+        return result
+
+    def _record_results(self, calls: list[ToolCall], results: list[ToolResult]) -> None:
         for call, result in zip(calls, results, strict=True):
             if result.details.get("skipped"):
                 self._emit_skipped(call, result)

@@ -40,7 +40,7 @@ from tui.agent.providers.retry import (
     Transport,
     error_message_from_body,
 )
-from tui.agent.providers.sse import aiter_sse_bytes
+from tui.agent.providers.sse import aiter_sse_bytes, drain_rest
 
 __all__ = [
     "API_VERSION",
@@ -444,12 +444,14 @@ class AnthropicProvider(Provider):
             return
         assembler = MessagesStreamAssembler()
         try:
-            async for sse in aiter_sse_bytes(response.aiter_bytes()):
+            events = aiter_sse_bytes(response.aiter_bytes())
+            async for sse in events:
                 if not sse.data.strip():
                     continue
                 for event in assembler.feed(sse.event, _load(sse.data, "a stream event")):
                     yield event
                 if assembler.stopped:
+                    await drain_rest(events)
                     break
         except httpx.TransportError:
             if assembler.stop_reason is None:

@@ -42,7 +42,7 @@ from tui.agent.providers.retry import (
     Transport,
     error_message_from_body,
 )
-from tui.agent.providers.sse import aiter_sse_bytes
+from tui.agent.providers.sse import aiter_sse_bytes, drain_rest
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -447,12 +447,14 @@ class OpenAIProvider(Provider):
         assembler = ChatStreamAssembler()
         done = False
         try:
-            async for sse in aiter_sse_bytes(response.aiter_bytes()):
+            events = aiter_sse_bytes(response.aiter_bytes())
+            async for sse in events:
                 data = sse.data.strip()
                 if not data:
                     continue
                 if data == "[DONE]":
                     done = True
+                    await drain_rest(events)
                     break
                 chunk = _load(data, "a stream chunk")
                 if sse.event == "error" and "error" not in chunk:

@@ -13,11 +13,21 @@ sequence), so a chunk boundary may fall anywhere, even between ``\\r`` and ``\\n
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["SSEDecoder", "SSEEvent", "aiter_sse_bytes", "aiter_sse_lines", "split_lines"]
+import httpx
+
+__all__ = [
+    "SSEDecoder",
+    "SSEEvent",
+    "aiter_sse_bytes",
+    "aiter_sse_lines",
+    "drain_rest",
+    "split_lines",
+]
 
 _EOL = re.compile(rb"\r\n|\r|\n")
 
@@ -169,3 +179,18 @@ async def aiter_sse_bytes(chunks: AsyncIterable[bytes]) -> AsyncIterator[SSEEven
 
 def _strip_bom(line: str, first: bool) -> str:
     return line[1:] if first and line.startswith("\ufeff") else line
+
+
+async def drain_rest(events: AsyncIterator[object], limit: float = 1.0) -> None:
+    """Read whatever follows the end marker, so httpx can return the connection to its pool.
+
+    Stopping at ``[DONE]`` / ``message_stop`` leaves the response unfinished and httpx then
+    closes the socket: every model request would pay a new TCP and TLS handshake. Bounded, so
+    a server that keeps the stream open after its end marker cannot hang the turn.
+    """
+    try:
+        async with asyncio.timeout(limit):
+            async for _ in events:
+                pass
+    except (TimeoutError, httpx.TransportError):
+        pass

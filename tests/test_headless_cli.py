@@ -1,0 +1,489 @@
+"""The headless contract, held by the real ``agent-tui`` command against a real model server.
+
+Why subprocesses on both sides: scripts use ``agent-tui -p`` through its exit code, stdout and
+stderr, so that is what is tested — the installed console script, started with no controlling
+terminal (as under CI or cron), talking HTTP to ``python -m tests.scripted_server`` on
+127.0.0.1. What the model was sent is read back from the server's request log, and every logged
+request gets the same call/result pairing check as the in-process loop tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.scripted_server import RecordedRequest
+from tests.test_loop import (
+    check_request,
+    live_in_group,
+    live_with,
+    result_text,
+    shell,
+    tools_step,
+    user_texts,
+    wire_results,
+)
+from tui.events import parse_event
+
+REPO = Path(__file__).resolve().parents[1]
+AGENT_TUI = Path(sys.executable).with_name("agent-tui")
+"""The console script pip installed next to this interpreter: the command users run."""
+OPENAI_KEY = "sk-dummy-openai-0123456789abcdef"
+ANTHROPIC_KEY = "sk-ant-dummy-0123456789abcdef"
+DEADLINE = 20.0
+
+
+# -- the model server as a subprocess ----------------------------------------------------------
+
+
+@dataclass
+class ServerProcess:
+    process: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+    @property
+    def openai_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def anthropic_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, provider: str) -> str:
+        return self.openai_url if provider == "openai" else self.anthropic_url
+
+    def requests(self) -> list[RecordedRequest]:
+        if not self.log.exists():
+            return []
+        lines = self.log.read_text(encoding="utf-8").splitlines()
+        return [RecordedRequest(**json.loads(line)) for line in lines if line.strip()]
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
+    """Poll state that gives no notification (a file appearing, ``/proc``) with a deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def model_server(tmp_path: Path) -> Iterator[Callable[[list[dict[str, Any]]], ServerProcess]]:
+    """Starts ``python -m tests.scripted_server`` with a script; stops it afterwards and checks
+    that every request it received answered each tool call exactly once."""
+    started: list[ServerProcess] = []
+
+    def start(steps: list[dict[str, Any]]) -> ServerProcess:
+        folder = tmp_path / f"server-{len(started)}"
+        folder.mkdir()
+        script = folder / "script.json"
+        script.write_text(json.dumps(steps), encoding="utf-8")
+        port_file = folder / "port"
+        log = folder / "requests.jsonl"
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.scripted_server",
+                "--script",
+                str(script),
+                "--port-file",
+                str(port_file),
+                "--log",
+                str(log),
+            ],
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        server = ServerProcess(process, 0, log)
+        started.append(server)
+
+        def ready() -> bool:
+            assert process.poll() is None, f"the scripted server exited ({process.returncode})"
+            return port_file.exists()
+
+        wait_for(ready, "the scripted server to listen")
+        server.port = int(port_file.read_text(encoding="utf-8"))
+        return server
+
+    yield start
+    for server in started:
+        server.process.terminate()
+        server.process.wait(timeout=10)
+    for server in started:
+        for request in server.requests():
+            check_request(request)
+
+
+# -- the CLI ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Cli:
+    """One user's machine: a workspace, private config and data folders, an environment."""
+
+    workspace: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    def command(self, *args: str) -> list[str]:
+        return [str(AGENT_TUI), *args]
+
+    def run(self, *args: str, timeout: float = DEADLINE) -> subprocess.CompletedProcess[str]:
+        """Run to the end with no controlling terminal and nothing on stdin."""
+        return subprocess.run(
+            self.command(*args),
+            cwd=self.workspace,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            start_new_session=True,
+        )
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            self.command(*args),
+            cwd=self.workspace,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("OPENAI_", "ANTHROPIC_", "AGENT_TUI_"))
+    }
+    env.update(
+        AGENT_TUI_CONFIG_DIR=str(tmp_path / "config"),
+        AGENT_TUI_DATA_DIR=str(tmp_path / "data"),
+        OPENAI_API_KEY=OPENAI_KEY,
+        ANTHROPIC_API_KEY=ANTHROPIC_KEY,
+    )
+    return Cli(workspace.resolve(), env)
+
+
+def headless(
+    server: ServerProcess, prompt: str, *extra: str, provider: str = "openai"
+) -> list[str]:
+    return [
+        "-p",
+        prompt,
+        "--provider",
+        provider,
+        "--model",
+        "scripted-model",
+        "--base-url",
+        server.url(provider),
+        *extra,
+    ]
+
+
+def reason_lines(stderr: str) -> list[str]:
+    """The contract's failure lines (progress notes on stderr are not failures)."""
+    return [line for line in stderr.splitlines() if line.startswith("agent-tui: ")]
+
+
+def read_lines_until(
+    process: subprocess.Popen[str], predicate: Callable[[str], bool], timeout: float = DEADLINE
+) -> list[str]:
+    """Lines of a running process's stdout up to the first that matches, with a deadline."""
+    assert process.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                raise AssertionError(f"no matching line within {timeout} s; got {lines}")
+            line = process.stdout.readline()
+            if not line:
+                raise AssertionError(f"stdout closed first; got {lines}")
+            lines.append(line)
+            if predicate(line):
+                return lines
+
+
+# -- output formats ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_text_output_is_the_answer_alone_after_a_real_tool_call(
+    provider: str, cli: Cli, model_server: Callable[..., ServerProcess]
+) -> None:
+    server = model_server(
+        [
+            tools_step(shell("call_write", "echo made-by-tool > out.txt; cat out.txt")),
+            {"text": "I wrote out.txt.", "usage": {"input_tokens": 40, "output_tokens": 9}},
+        ]
+    )
+    done = cli.run(
+        *headless(server, "write a file", "--approval-mode", "full-auto", provider=provider)
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "I wrote out.txt.\n"
+    assert "▶ run_shell" in done.stderr  # progress goes to stderr, never stdout
+    assert (cli.workspace / "out.txt").read_text(encoding="utf-8") == "made-by-tool\n"
+    first, second = server.requests()
+    expected_path = "/v1/chat/completions" if provider == "openai" else "/v1/messages"
+    assert first.path == second.path == expected_path
+    if provider == "openai":
+        assert first.headers["authorization"] == f"Bearer {OPENAI_KEY}"
+    else:
+        assert first.headers["x-api-key"] == ANTHROPIC_KEY
+    assert first.body["model"] == "scripted-model"
+    assert "made-by-tool" in result_text(second, "call_write")
+
+
+def test_json_output_is_one_object(cli: Cli, model_server: Callable[..., ServerProcess]) -> None:
+    server = model_server(
+        [
+            {
+                **tools_step(shell("call_1", "echo x")),
+                "usage": {"input_tokens": 10, "output_tokens": 3},
+            },
+            {"text": "done.", "usage": {"input_tokens": 20, "output_tokens": 4}},
+        ]
+    )
+    done = cli.run(
+        *headless(server, "go", "--approval-mode", "full-auto", "--output-format", "json")
+    )
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1, done.stdout
+    result = json.loads(lines[0])
+    assert result["result"] == "done."
+    assert result["stop_reason"] == "completed" and result["is_error"] is False
+    assert result["turns"] == 2
+    assert result["usage"] == {"input_tokens": 30, "output_tokens": 7}
+    assert result["session_id"] and isinstance(result["session_id"], str)
+    assert done.stderr == ""
+
+
+def test_stream_json_is_every_event_in_order(
+    cli: Cli, model_server: Callable[..., ServerProcess]
+) -> None:
+    server = model_server([tools_step(shell("call_1", "echo streamed")), {"text": "fin"}])
+    done = cli.run(
+        *headless(server, "go", "--approval-mode", "full-auto", "--output-format", "stream-json")
+    )
+
+    assert done.returncode == 0, done.stderr
+    events = [parse_event(line) for line in done.stdout.splitlines()]
+    kinds = [event.kind for event in events]
+    assert kinds[0] == "user_message" and kinds[-1] == "turn_ended"
+    assert kinds.count("turn_ended") == 1
+    order = ["user_message", "turn_started", "tool_requested", "tool_started", "tool_output"]
+    order += ["tool_completed", "turn_started", "assistant_message", "turn_ended"]
+    cursor = 0
+    for kind in order:  # these appear as a subsequence, in this order
+        assert kind in kinds[cursor:], f"{kind} missing after position {cursor}: {kinds}"
+        cursor = kinds.index(kind, cursor) + 1
+    ended = events[-1]
+    assert ended.kind == "turn_ended" and ended.reason == "completed" and ended.final_text == "fin"
+    output = [e for e in events if e.kind == "tool_output"]
+    assert "".join(e.text for e in output) == "streamed\n"
+    assert "call_1" in wire_results(server.requests()[1])
+
+
+# -- approvals and limits ------------------------------------------------------------------------
+
+
+def test_ask_mode_without_a_terminal_refuses_and_says_which_flag(
+    cli: Cli, model_server: Callable[..., ServerProcess]
+) -> None:
+    server = model_server(
+        [tools_step(shell("call_touch", "touch asked.txt")), {"text": "I was not allowed."}]
+    )
+    done = cli.run(*headless(server, "make a file", "--approval-mode", "ask"))
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "I was not allowed.\n"
+    assert not (cli.workspace / "asked.txt").exists()
+    refusal = result_text(server.requests()[1], "call_touch")
+    assert refusal.startswith("Error (PermissionDenied)")
+    assert "no TTY" in refusal and "--approval-mode" in refusal
+    assert "--approval-mode" in done.stderr  # the person running the script sees it too
+
+
+def test_max_turns_exits_3_with_a_one_line_reason(
+    cli: Cli, model_server: Callable[..., ServerProcess]
+) -> None:
+    server = model_server(
+        [tools_step(shell("call_1", "echo 1")), tools_step(shell("c2", "echo 2"))]
+    )
+    done = cli.run(*headless(server, "go", "--approval-mode", "full-auto", "--max-turns", "1"))
+
+    assert done.returncode == 3, done.stderr
+    assert reason_lines(done.stderr) == ["agent-tui: stopped after 1 turns (--max-turns)"]
+    assert done.stderr.splitlines()[-1] == reason_lines(done.stderr)[0]
+    assert len(server.requests()) == 1
+
+
+def test_provider_failing_for_good_exits_non_zero_without_the_key(
+    cli: Cli, model_server: Callable[..., ServerProcess]
+) -> None:
+    echoed = {"status": 500, "message": f"internal error for key {OPENAI_KEY}", "retry_after": 0}
+    server = model_server([echoed] * 6)
+    done = cli.run(*headless(server, "hi", "--output-format", "text"))
+
+    assert done.returncode == 1, done.stderr
+    reasons = reason_lines(done.stderr)
+    assert len(reasons) == 1 and done.stderr.splitlines()[-1] == reasons[0]
+    assert "500" in reasons[0] and "4 attempts" in reasons[0], reasons[0]
+    assert OPENAI_KEY not in done.stderr and OPENAI_KEY not in done.stdout
+    assert "[redacted]" in reasons[0]
+    assert done.stdout == ""
+    assert len(server.requests()) == 4  # retried, then gave up
+
+
+def test_invalid_config_exits_2_naming_file_line_and_key(cli: Cli) -> None:
+    config = cli.workspace / ".agent-tui.toml"
+    config.write_text('[provider]\nname = "openai"\n\n[agent]\nmax_turn = 5\n', encoding="utf-8")
+    done = cli.run("-p", "hi")
+
+    assert done.returncode == 2
+    reasons = reason_lines(done.stderr)
+    assert len(reasons) == 1 and done.stderr.strip() == reasons[0]
+    assert f"{config} line 5" in reasons[0] and "max_turn" in reasons[0], reasons[0]
+    assert done.stdout == ""
+
+
+def test_no_key_and_no_base_url_exits_2_saying_what_to_set(cli: Cli) -> None:
+    env = {k: v for k, v in cli.env.items() if k != "OPENAI_API_KEY"}
+    done = Cli(cli.workspace, env).run("-p", "hi", "--provider", "openai")
+
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "agent-tui: OPENAI_API_KEY is not set. Export it, or set OPENAI_BASE_URL to a server "
+        "that needs no key."
+    )
+
+
+def test_workspace_config_that_adds_hooks_is_announced(
+    cli: Cli, model_server: Callable[..., ServerProcess]
+) -> None:
+    """A cloned repository's ``.agent-tui.toml`` adding hook commands must never go unseen."""
+    (cli.workspace / ".agent-tui.toml").write_text(
+        '[[hooks.pre_tool_use]]\nmatcher = "*"\ncommand = "true"\n', encoding="utf-8"
+    )
+    server = model_server([{"text": "hi"}])
+    done = cli.run(*headless(server, "hi"))
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "hi\n"
+    assert "sets hooks" in done.stderr and ".agent-tui.toml" in done.stderr, done.stderr
+
+
+# -- interrupting --------------------------------------------------------------------------------
+
+
+def test_sigint_while_a_tool_runs_exits_130_and_leaves_no_process(
+    cli: Cli, model_server: Callable[..., ServerProcess]
+) -> None:
+    marker = f"{300 + (uuid.uuid4().int % 10**6) / 10**7:.7f}"
+    server = model_server(
+        [tools_step(shell("call_long", f"sleep 1{marker} & sleep {marker}; wait")), {"text": "x"}]
+    )
+    process = cli.start(
+        *headless(server, "go", "--approval-mode", "full-auto", "--output-format", "stream-json")
+    )
+    try:
+        read_lines_until(process, lambda line: '"kind":"tool_started"' in line)
+        running = wait_for(
+            lambda: (
+                (found := live_with(marker))
+                and sum(info[2].startswith("sleep ") for info in found.values()) == 2
+                and found
+            ),
+            "both sleeps to run",
+        )
+        groups = {info[1] for info in running.values()}
+        interrupted = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=10)
+        took = time.monotonic() - interrupted
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+    assert process.returncode == 130, stderr
+    assert took < 5, f"took {took:.1f} s to stop"
+    assert reason_lines(stderr) == ["agent-tui: cancelled"]
+    assert not live_with(marker), "a sleep outlived the CLI"
+    for pgid in groups:
+        assert not live_in_group(pgid), f"process group {pgid} survived"
+    events = [parse_event(line) for line in stdout.splitlines()]
+    completed = [e for e in events if e.kind == "tool_completed"]
+    assert [(e.tool_call_id, e.error_type) for e in completed] == [("call_long", "Cancelled")]
+    assert events[-1].kind == "turn_ended" and events[-1].reason == "cancelled"
+
+
+# -- sessions ------------------------------------------------------------------------------------
+
+
+def test_continue_resume_and_sessions_list(
+    cli: Cli, model_server: Callable[..., ServerProcess]
+) -> None:
+    server = model_server(
+        [{"text": "first answer"}, {"text": "second answer"}, {"text": "third answer"}]
+    )
+    first = cli.run(*headless(server, "first question", "--output-format", "json"))
+    assert first.returncode == 0, first.stderr
+    session_id = json.loads(first.stdout)["session_id"]
+
+    second = cli.run(*headless(server, "second question", "--continue", "--output-format", "json"))
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)["session_id"] == session_id
+    continued = server.requests()[1]
+    assert user_texts(continued) == ["first question", "second question"]
+    assistant = [m for m in continued.body["messages"] if m["role"] == "assistant"]
+    assert [m["content"] for m in assistant] == ["first answer"]
+
+    third = cli.run(*headless(server, "third question", "--resume", session_id))
+    assert third.returncode == 0, third.stderr
+    assert third.stdout == "third answer\n"
+    resumed = server.requests()[2]
+    assert user_texts(resumed) == ["first question", "second question", "third question"]
+
+    listing = cli.run("sessions")
+    assert listing.returncode == 0, listing.stderr
+    rows = [line for line in listing.stdout.splitlines() if line.startswith(session_id)]
+    assert len(rows) == 1 and "first question" in rows[0], listing.stdout
+
+    missing = cli.run(*headless(server, "hi", "--resume", "no-such-session"))
+    assert missing.returncode == 2
+    assert reason_lines(missing.stderr) and "no-such-session" in missing.stderr
+    assert len(server.requests()) == 3  # nothing was sent for a session that does not exist
