@@ -303,22 +303,13 @@ class AgentLoop:
             f"{call.name} was interrupted before it finished; whether it had any effect is "
             "unknown — check before repeating it.",
         )
-        self.emit(
-            ToolCallCompleted(
-                tool_call_id=call.id,
-                tool_name=call.name,
-                is_error=True,
-                duration_ms=0.0,
-                error_type="Interrupted",
-                summary=result.text[:200],
-            )
-        )
+        self._emit_unrun(call, result)
         return result
 
     def _record_results(self, calls: list[ToolCall], results: list[ToolResult]) -> None:
         for call, result in zip(calls, results, strict=True):
             if result.details.get("skipped"):
-                self._emit_skipped(call, result)
+                self._emit_unrun(call, result)
             self._append(
                 Message(
                     role="tool",
@@ -330,14 +321,16 @@ class AgentLoop:
                 )
             )
 
-    def _emit_skipped(self, call: ToolCall, result: ToolResult) -> None:
+    def _emit_unrun(self, call: ToolCall, result: ToolResult) -> None:
+        """Close a call that never reached the registry (skipped, hook-denied, interrupted),
+        so every requested call shows an end in the UI too."""
         self.emit(
             ToolCallCompleted(
                 tool_call_id=call.id,
                 tool_name=call.name,
                 is_error=True,
                 duration_ms=0.0,
-                error_type="Skipped",
+                error_type=result.details.get("error_type"),
                 summary=result.text.split("\n", 1)[0][:200],
             )
         )
@@ -360,16 +353,7 @@ class AgentLoop:
             result = ToolResult.error(
                 "PermissionDenied", f"blocked by a hook: {decision.deny_reason}"
             )
-            self.emit(
-                ToolCallCompleted(
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    is_error=True,
-                    duration_ms=0.0,
-                    error_type="PermissionDenied",
-                    summary=result.text[:200],
-                )
-            )
+            self._emit_unrun(call, result)
             return result
         arguments = decision.arguments if decision.arguments is not None else call.arguments
         if decision.arguments is not None:
