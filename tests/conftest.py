@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tui.events import Event
+from tui.exec.backend import ExecutionBackend
 from tui.exec.local import LocalBackend
 from tui.security.permissions import ApprovalMode
 from tui.security.policy import SecurityPolicy
@@ -19,6 +20,9 @@ from tui.tools.builtin import builtin_tools
 from tui.tools.context import ToolContext
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult
+
+pytest_plugins = ["tests.container_image"]
+"""Podman images and containers, built once per session (only when a test asks for them)."""
 
 _call_ids = itertools.count(1)
 
@@ -44,7 +48,11 @@ class Harness:
     """A registry wired exactly as the app wires it, plus the events each call produced."""
 
     def __init__(
-        self, workspace: Path, policy: SecurityPolicy, registry: ToolRegistry, backend: LocalBackend
+        self,
+        workspace: Path,
+        policy: SecurityPolicy,
+        registry: ToolRegistry,
+        backend: ExecutionBackend,
     ) -> None:
         self.workspace = workspace
         self.policy = policy
@@ -82,11 +90,13 @@ def make_harness(
     *,
     mode: ApprovalMode = ApprovalMode.FULL_AUTO,
     settings: SecuritySettings | None = None,
+    backend: ExecutionBackend | None = None,
     **policy_kwargs: Any,
 ) -> Harness:
+    """The app's wiring around ``workspace``; ``backend`` defaults to a LocalBackend there."""
     policy = SecurityPolicy(workspace, settings, approval_mode=mode, **policy_kwargs)
-    backend = LocalBackend(default_cwd=str(workspace))
-    return Harness(workspace, policy, ToolRegistry(builtin_tools()), backend)
+    backend = backend or LocalBackend(default_cwd=str(workspace))
+    return Harness(workspace, policy, ToolRegistry(builtin_tools(backend)), backend)
 
 
 @pytest.fixture

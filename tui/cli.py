@@ -42,6 +42,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text")
     parser.add_argument("--max-turns", type=int)
     parser.add_argument(
+        "--ssh",
+        metavar="USER@HOST[:PORT]",
+        help="run commands on this host (or ~/.ssh/config alias)",
+    )
+    parser.add_argument("--container", metavar="NAME", help="run commands in this container")
+    parser.add_argument(
+        "--tmux",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run commands in a tmux pane (default: in the app when the target has tmux)",
+    )
+    parser.add_argument(
         "--continue",
         dest="continue_latest",
         action="store_true",
@@ -71,8 +83,10 @@ def fail(reason: str, code: int = EXIT_FAILED) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    workspace = (args.workspace or Path.cwd()).resolve()
-    if not workspace.is_dir():
+    remote = bool(getattr(args, "ssh", None) or getattr(args, "container", None))
+    workspace = args.workspace if remote and args.workspace else (args.workspace or Path.cwd())
+    workspace = workspace if remote else workspace.resolve()
+    if not remote and not workspace.is_dir():
         return fail(f"workspace {workspace} is not a folder", EXIT_USAGE)
     if args.command == "tools":
         return list_tools()
@@ -113,15 +127,25 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
     from tui.agent.transcript import SessionNotFound
     from tui.config import ConfigError
     from tui.events import Notice
+    from tui.exec.backend import BackendError
     from tui.headless import HeadlessPrinter, TerminalApprover
     from tui.security.approval import NoApprover
     from tui.session import build_session, describe_outcome
+    from tui.targets import TargetChoice, open_target
 
     try:
-        loaded = load(workspace, args)
+        # A remote workspace names a folder there: settings come from this machine's cwd.
+        remote = bool(args.ssh or args.container)
+        loaded = load(Path.cwd() if remote else workspace, args)
     except ConfigError as error:
         return fail(error.msg, EXIT_USAGE)
     interactive = _has_tty()
+    choice = TargetChoice(ssh=args.ssh, container=args.container, tmux=args.tmux)
+    try:
+        target = await open_target(choice, loaded.settings, workspace, interactive=False)
+    except BackendError as error:
+        return fail(error.msg, EXIT_FAILED)
+    workspace = target.workspace
     try:
         session = build_session(
             workspace,
@@ -133,8 +157,12 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
             ),
             resume=args.resume,
             continue_latest=args.continue_latest,
+            backend=target.backend,
+            local_paths=target.local_paths,
+            target_home=target.home,
         )
     except SessionNotFound as error:
+        await target.backend.close()
         return fail(error.msg, EXIT_USAGE)
     printer = HeadlessPrinter(args.output_format)
     session.bus.add_listener(printer)

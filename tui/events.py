@@ -159,6 +159,25 @@ class Notice(Event):
     level: Literal["info", "warning"] = "info"
 
 
+class PaneSnapshot(Event):
+    """One frame of a tmux pane's screen for the mirror: what the person would see attached.
+
+    ``lines`` keep their SGR escapes (colours, bold), one string per screen row; the cursor is
+    0-based within the visible screen. Frames replace each other: a reader that falls behind
+    needs only the latest per pane.
+    """
+
+    kind: Literal["pane_snapshot"] = "pane_snapshot"
+    pane_id: str
+    actor: str
+    """Where the pane lives, e.g. ``local/tmux:%3``."""
+    lines: list[str] = Field(default_factory=list)
+    cursor_x: int = 0
+    cursor_y: int = 0
+    width: int = 0
+    height: int = 0
+
+
 AnyEvent = Annotated[
     TurnStarted
     | TurnEnded
@@ -173,7 +192,8 @@ AnyEvent = Annotated[
     | ApprovalResolved
     | Usage
     | ErrorEvent
-    | Notice,
+    | Notice
+    | PaneSnapshot,
     Field(discriminator="kind"),
 ]
 

@@ -104,6 +104,8 @@ def build_session(
     continue_latest: bool = False,
     backend: ExecutionBackend | None = None,
     provider: Provider | None = None,
+    local_paths: bool = True,
+    target_home: str | None = None,
 ) -> AgentSession:
     """Wire one session. A missing or unusable provider is not fatal here: the app still opens
     (and says what to set); headless mode turns ``provider_error`` into its exit message."""
@@ -149,14 +151,19 @@ def build_session(
         approver=approver,
         grants=GrantStore(workspace, loaded.user_config_path),
         on_event=bus.publish,
+        local_paths=local_paths,
+        target_home=target_home,
     )
     backend = backend or LocalBackend(default_cwd=str(workspace))
-    registry = ToolRegistry(tool for tool in builtin_tools() if settings.tools.enabled(tool.name))
+    registry = ToolRegistry(
+        tool for tool in builtin_tools(backend) if settings.tools.enabled(tool.name)
+    )
     hooks = Hooks(
         pre_commands=list(settings.hooks.pre_tool_use),
         post_commands=list(settings.hooks.post_tool_use),
         session_id=transcript.id,
-        cwd=str(workspace),
+        # Hook commands run on this machine, whatever the target.
+        cwd=str(workspace) if local_paths else str(Path.cwd()),
         env=policy.command_env(),
     )
     loop: AgentLoop | None = None

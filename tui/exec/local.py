@@ -40,6 +40,7 @@ from tui.exec.backend import (
     ChunkSink,
     ExecResult,
     ExecutionBackend,
+    InteractiveProcess,
     StreamName,
 )
 
@@ -209,6 +210,65 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+class LocalProcess(InteractiveProcess):
+    """A local long-lived process (a tmux control client) with piped stdin and stdout.
+
+    It runs in its own session and process group, like every command here, so ``close``
+    can stop it and anything it started with one ``killpg``; stderr is merged into stdout
+    so an error message is read in order with everything else.
+    """
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self._process = process
+        self._closed = False
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    async def write(self, data: bytes) -> None:
+        stdin = self._process.stdin
+        if stdin is None or stdin.is_closing() or self._process.returncode is not None:
+            raise BackendError("the interactive process has ended")
+        try:
+            stdin.write(data)
+            await stdin.drain()
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise BackendError(f"the interactive process has ended ({exc})") from None
+
+    async def read(self, size: int = 65536) -> bytes:
+        stdout = self._process.stdout
+        if stdout is None:
+            return b""
+        return await stdout.read(size)
+
+    async def wait(self) -> int:
+        """Wait for the process to exit; its status."""
+        return await self._process.wait()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        stdin = self._process.stdin
+        if stdin is not None and not stdin.is_closing():
+            stdin.close()
+        if self._process.returncode is None:
+            try:
+                await asyncio.wait_for(self._process.wait(), timeout=KILL_GRACE)
+            except TimeoutError:
+                _signal_group(self._process.pid, signal.SIGTERM)
+                try:
+                    await asyncio.wait_for(self._process.wait(), timeout=KILL_GRACE)
+                except TimeoutError:
+                    _signal_group(self._process.pid, signal.SIGKILL)
+                    await asyncio.wait_for(self._process.wait(), timeout=_REAP_LIMIT)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.returncode
+
+
 class LocalBackend(ExecutionBackend):
     """Runs commands with the local shell and touches the local file system.
 
@@ -229,6 +289,8 @@ class LocalBackend(ExecutionBackend):
         self._shell = shell or default_shell()
         self._default_cwd = default_cwd
         self._drain_timeout = drain_timeout
+
+    SUPPORTS_SPAWN = True
 
     @property
     def actor(self) -> str:
@@ -372,6 +434,26 @@ class LocalBackend(ExecutionBackend):
                 f"output drain stopped after {self._drain_timeout:.1f} s: "
                 "a background process still holds the output pipe"
             )
+
+    async def spawn(
+        self, argv: list[str], *, env: Mapping[str, str] | None = None
+    ) -> InteractiveProcess:
+        """Start ``argv`` (no shell) in its own process group; stderr goes to stdout."""
+        if not argv:
+            raise BackendError("nothing to start: empty argv")
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=self._default_cwd,
+                env=dict(env) if env is not None else None,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise BackendError(f"Cannot start {argv[0]!r}: {exc.strerror or exc}.") from exc
+        return LocalProcess(process)
 
     async def read_file(self, path: str) -> bytes:
         return await asyncio.to_thread(_read_bytes, self._resolve(path))

@@ -19,23 +19,41 @@ def _canonical(path: str) -> Path:
     return Path(os.path.realpath(os.path.expanduser(path)))
 
 
+def _expand_home(path: str, home: str | None) -> str:
+    if home is None:
+        return os.path.expanduser(path)
+    if path == "~" or path.startswith("~/"):
+        return home + path[1:]
+    return path
+
+
 @dataclass
 class PathGuard:
     workspace: Path
     forbidden: list[str]
     workspace_only: bool = False
     allowed_roots: list[str] = field(default_factory=list)
+    local: bool = True
+    """False for a remote or container target: paths name files *there*, so they are judged
+    lexically (``..`` folded, ``~`` as ``home``) — this machine's symlinks mean nothing."""
+    home: str | None = None
+    """The target's home folder, for ``~`` when the target is not this machine."""
 
     def __post_init__(self) -> None:
-        self.workspace = _canonical(str(self.workspace))
+        self.workspace = self._canonical(str(self.workspace))
         # Both spellings of each forbidden place: as written and with symlinks followed.
         self._forbidden: list[Path] = []
         for item in self.forbidden:
-            lexical = Path(os.path.normpath(os.path.expanduser(item)))
-            for candidate in (lexical, _canonical(item)):
+            lexical = Path(os.path.normpath(_expand_home(item, self.home)))
+            for candidate in (lexical, self._canonical(item)):
                 if candidate not in self._forbidden:
                     self._forbidden.append(candidate)
-        self._roots = [self.workspace, *(_canonical(root) for root in self.allowed_roots)]
+        self._roots = [self.workspace, *(self._canonical(root) for root in self.allowed_roots)]
+
+    def _canonical(self, path: str) -> Path:
+        if self.local:
+            return _canonical(path)
+        return Path(os.path.normpath(_expand_home(path, self.home)))
 
     def inside_workspace(self, path: Path) -> bool:
         return any(path.is_relative_to(root) for root in self._roots)
@@ -58,11 +76,11 @@ class PathGuard:
             raise PermissionDenied("path contains a NUL byte; pass a plain path")
         if not raw.strip():
             raise InvalidArguments("path is empty")
-        expanded = Path(os.path.expanduser(raw))
+        expanded = Path(_expand_home(raw, self.home))
         if not expanded.is_absolute():
             expanded = self.workspace / expanded
         lexical = Path(os.path.normpath(expanded))
-        real = Path(os.path.realpath(expanded))
+        real = Path(os.path.realpath(expanded)) if self.local else lexical
         for candidate in (lexical, real):
             place = self.forbidden_match(candidate)
             if place is not None:

@@ -86,6 +86,8 @@ class SecurityPolicy:
         grants: GrantStore | None = None,
         extra_readable: list[Path] | None = None,
         on_event: Callable[[Event], None] | None = None,
+        local_paths: bool = True,
+        target_home: str | None = None,
     ) -> None:
         self.settings = settings or SecuritySettings()
         self.approval_mode = approval_mode
@@ -101,6 +103,8 @@ class SecurityPolicy:
                 str(tool_output_dir()),
                 *(str(p) for p in extra_readable or []),
             ],
+            local=local_paths,
+            home=target_home,
         )
         self.grants = grants or GrantStore(self.paths.workspace)
         self.allow_rules = parse_rules(self.settings.allow)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui.tools.base import Tool
 from tui.tools.clock import TimeTool
@@ -10,6 +10,15 @@ from tui.tools.files import file_tools
 from tui.tools.search import search_tools
 from tui.tools.shell import RunShellTool
 
+if TYPE_CHECKING:
+    from tui.exec.backend import ExecutionBackend
 
-def builtin_tools() -> list[Tool[Any]]:
-    return [RunShellTool(), *file_tools(), *search_tools(), TimeTool()]
+
+def builtin_tools(backend: ExecutionBackend | None = None) -> list[Tool[Any]]:
+    """The tools for ``backend``: the tmux tools only where the backend has panes."""
+    tools: list[Tool[Any]] = [RunShellTool(), *file_tools(), *search_tools(), TimeTool()]
+    if backend is not None and backend.SUPPORTS_TMUX:
+        from tui.tools.tmux import tmux_tools
+
+        tools.extend(tmux_tools())
+    return tools

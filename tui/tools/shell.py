@@ -1,17 +1,25 @@
-"""``run_shell``: one shell command on the session's execution backend."""
+"""``run_shell``: one shell command on the session's execution backend.
+
+On a tmux backend the command is typed into a pane the person watches: it may be left running
+(``wait=false``, or a ``wait`` duration that ran out) and picked up later with the tmux tools,
+and its stdout and stderr arrive merged, as a terminal shows them.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from tui.exec.backend import BackendError, ExecResult
+from tui.exec.tmux.guard import ShellGuardError
+from tui.exec.tmux.sessions import NotOurs
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.context import ToolContext
-from tui.tools.errors import Cancelled, ExecutionFailed
+from tui.tools.errors import Cancelled, ExecutionFailed, NotFound, PermissionDenied
 from tui.tools.result import ToolResult
 from tui.tools.truncation import TruncationRule, truncate
 
@@ -20,6 +28,31 @@ DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 4 * 3600.0
 SPILL_IN_THREAD_CHARS = 64 * 1024
 """Above this, saving the full output to a file moves off the event loop."""
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs)?\s*$")
+_UNIT_SECONDS = {"s": 1, "sec": 1, "secs": 1, "m": 60, "min": 60, "mins": 60}
+_UNIT_SECONDS.update({"h": 3600, "hr": 3600, "hrs": 3600})
+
+
+def parse_wait(value: object) -> bool | float:
+    """``true``/``false`` stay; ``30``, ``"30s"``, ``"10m"``, ``"1h"`` become seconds."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("true", "false"):
+            return lowered == "true"
+        match = _DURATION.match(lowered)
+        if match is None:
+            raise ValueError('wait must be true, false, seconds, or a duration like "30s", "10m"')
+        seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2) or "s"]
+    else:
+        raise ValueError("wait must be true, false, seconds, or a duration string")
+    if not 0 < seconds <= MAX_TIMEOUT:
+        raise ValueError(f"wait must be between 0 and {MAX_TIMEOUT:g} seconds")
+    return seconds
 
 
 class RunShellParams(ToolParams):
@@ -46,6 +79,21 @@ class RunShellParams(ToolParams):
     cwd: str | None = Field(
         default=None, description="Working directory; relative paths start at the workspace."
     )
+    wait: bool | float | str = Field(
+        default=True,
+        description="tmux only. true: wait for the command to finish; false: start it and "
+        'return at once (check on it with tmux_capture_pane); a duration ("30s", "10m", or '
+        "seconds): wait that long, then leave it running and say so.",
+    )
+    target: str | None = Field(
+        default=None,
+        description="tmux only: the pane (%3) or session to type into; default: the shared pane.",
+    )
+
+    @field_validator("wait", mode="before")
+    @classmethod
+    def _parse_wait(cls, value: object) -> bool | float:
+        return parse_wait(value)
 
 
 class RunShellTool(Tool[RunShellParams]):
@@ -72,9 +120,14 @@ Disambiguation: output above 4000 characters per stream is cut to its head and t
 whole output is saved to a file whose path the result names (page it with read_file). Each
 call runs in a fresh shell: `cd` does not persist, so pass cwd instead. Commands that change
 things may need the user's approval; say why in `why`.
+On a tmux backend the command is typed into a shared shell pane the user watches: cd and
+variables persist between calls, stdout and stderr arrive merged, `exit`/`set -e`/`exec` are
+refused (use bash -lc '…'), and a command still running at its timeout is left running in its
+pane. wait=false starts a long command (a server, a watcher) and returns at once.
 Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
 {"command": "git log --oneline -5"}; {"command": "make build", "cwd": "services/api",
-"timeout": 600}"""
+"timeout": 600}; {"command": "npm run dev", "wait": false}; {"command": "make test",
+"wait": "5m"}"""
 
     def access(self, params: RunShellParams) -> ToolAccess:
         return ToolAccess(
@@ -87,8 +140,17 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
         )
 
     async def execute(self, params: RunShellParams, ctx: ToolContext) -> ToolResult:
+        tmux = bool(getattr(ctx.backend, "SUPPORTS_TMUX", False))
+        if not tmux and (params.wait is False or params.target is not None):
+            what = "wait=false" if params.wait is False else "target"
+            raise ExecutionFailed(
+                f"{what} needs a tmux backend (this one is {ctx.backend.actor}); run the command "
+                "with a timeout instead, or in the background with output to a file"
+            )
+        if tmux:
+            return await self._execute_in_pane(params, ctx)
         cwd = str(ctx.resolve_path(params.cwd)) if params.cwd else str(ctx.workspace)
-        timeout = params.timeout or DEFAULT_TIMEOUT
+        timeout = _wait_seconds(params.wait) or params.timeout or DEFAULT_TIMEOUT
         try:
             result = await ctx.backend.run(
                 params.command,
@@ -104,9 +166,72 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
             return await asyncio.to_thread(format_result, result, ctx.tool_call_id, timeout)
         return format_result(result, ctx.tool_call_id, timeout)
 
+    async def _execute_in_pane(self, params: RunShellParams, ctx: ToolContext) -> ToolResult:
+        """The tmux path: the pane keeps its own cwd unless one is asked for explicitly."""
+        backend: Any = ctx.backend
+        cwd = str(ctx.resolve_path(params.cwd)) if params.cwd else None
+        try:
+            if params.wait is False:
+                pane_id, notices = await backend.dispatch(
+                    params.command, target=params.target, cwd=cwd
+                )
+                notes = [f"note: {n}" for n in _publish(ctx, notices)]
+                text = (
+                    f"running in pane {pane_id} (not waited for). See its output with "
+                    f'tmux_capture_pane target="{pane_id}"; stop it with tmux_send_keys '
+                    f'target="{pane_id}" keys=["C-c"].'
+                )
+                return ToolResult("\n".join([text, *notes]), {"pane_id": pane_id})
+            waited = _wait_seconds(params.wait)
+            timeout = waited or params.timeout or DEFAULT_TIMEOUT
+            result = await backend.run(
+                params.command,
+                cwd=cwd,
+                env=ctx.policy.command_env(),
+                timeout=timeout,
+                on_chunk=ctx.emit,
+                cancel=ctx.cancel,
+                target=params.target,
+            )
+        except ShellGuardError as error:
+            raise PermissionDenied(error.msg) from None
+        except BackendError as error:
+            if isinstance(error, NotOurs):
+                raise NotFound(f"{backend.actor}: {error.msg}") from None
+            raise ExecutionFailed(f"{backend.actor}: {error.msg}") from None
+        _publish(ctx, [n for n in result.notices if not n.startswith("still running")])
+        if result.timed_out and waited is not None:
+            # The model chose how long to wait: a command still running is an answer, not
+            # a failure.
+            result.timed_out = False
+            formatted = format_result(result, ctx.tool_call_id, timeout)
+            body = formatted.text.split("\n", 1)[1] if "\n" in formatted.text else ""
+            formatted.content = f"still running after {timeout:g} s (not killed)\n{body}"
+            formatted.details["still_running"] = True
+            return formatted
+        return format_result(result, ctx.tool_call_id, timeout, left_running=True)
 
-def format_result(result: ExecResult, call_id: str, timeout: float) -> ToolResult:
-    """The model's view: exit code, then each stream bounded with a marker saying what was cut."""
+
+def _wait_seconds(wait: bool | float | str) -> float | None:
+    if isinstance(wait, bool | str):
+        return None
+    return float(wait)
+
+
+def _publish(ctx: ToolContext, notices: list[str]) -> list[str]:
+    """Tell the person too (a recreated pane changes what they are looking at)."""
+    for notice in notices:
+        ctx.notice(notice)
+    return notices
+
+
+def format_result(
+    result: ExecResult, call_id: str, timeout: float, *, left_running: bool = False
+) -> ToolResult:
+    """The model's view: exit code, then each stream bounded with a marker saying what was cut.
+
+    ``left_running``: a timed-out command was not killed (a tmux pane keeps it).
+    """
     details: dict[str, Any] = {
         "exit_code": result.exit_code,
         "duration_ms": round(result.duration_ms, 1),
@@ -131,6 +256,12 @@ def format_result(result: ExecResult, call_id: str, timeout: float) -> ToolResul
     body = "\n".join(parts) if parts else "(no output)"
     if result.cancelled:
         raise Cancelled(f"the command was cancelled and its process group killed.\n{body}")
+    if result.timed_out and left_running:
+        raise ExecutionFailed(
+            f"the command timed out after {timeout:g} s and is still running (not killed); "
+            f"the notes say where and how to stop it. Give long commands a larger timeout or "
+            f"wait=false.\n{body}"
+        )
     if result.timed_out:
         raise ExecutionFailed(
             f"the command timed out after {timeout:g} s and its process group was killed. "

@@ -1,0 +1,73 @@
+"""Shared pieces of the tmux tests: private sockets, a clean environment, a tmux CLI call.
+
+Every test server runs on its own ``tmux -L`` socket and is killed by the fixture that made
+it, so no test touches the person's tmux (``TMUX`` is removed from what tmux sees) or
+another test's server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+import subprocess
+
+import pytest
+
+SHELL = "bash --norc --noprofile"
+"""Test panes skip root's slow .bashrc; the product bootstraps whatever shell it finds."""
+
+needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+
+
+def clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")}
+
+
+def new_socket_name() -> str:
+    return f"atui-test-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def kill_server(socket_name: str) -> None:
+    subprocess.run(
+        ["tmux", "-L", socket_name, "kill-server"],
+        env=clean_env(),
+        capture_output=True,
+        check=False,
+    )
+
+
+async def tmux(socket_name: str, *args: str, check: bool = True) -> str:
+    """Run the tmux CLI on ``socket_name`` (as a person or a foreign program would)."""
+    process = await asyncio.create_subprocess_exec(
+        "tmux",
+        "-L",
+        socket_name,
+        *args,
+        env=clean_env(),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    if check and process.returncode != 0:
+        raise AssertionError(f"tmux {' '.join(args)} failed: {err.decode()}")
+    return out.decode()
+
+
+class OutputWatch:
+    """A pane-output listener that sees ``pattern`` even when it spans two chunks."""
+
+    def __init__(self, pattern: bytes) -> None:
+        self.pattern = pattern
+        self.tail = b""
+        self.seen = asyncio.Event()
+
+    def __call__(self, data: bytes) -> None:
+        window = self.tail + data
+        if self.pattern in window:
+            self.seen.set()
+        self.tail = window[-len(self.pattern) :]
+
+    async def wait(self) -> None:
+        await self.seen.wait()

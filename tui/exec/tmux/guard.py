@@ -1,0 +1,104 @@
+"""Commands that would break the shared shell, refused before they are typed into it.
+
+A pane's shell lives across tool calls and a person may be watching it. ``set -e`` makes the
+next failing command close it, ``exit``/``logout`` close it now, ``exec`` replaces it (or
+redirects its output away from the prompt markers), and raw ``tmux kill-*``/``new-session``
+typed into the pane act on the very server the agent runs in. Models do all of these; the
+remedy is always the same — run it in a child shell, or use the tmux tools.
+
+The check reads the risk parser's segments (one per simple command, wrappers such as
+``sudo`` and ``env`` already stripped), so quoting and compound commands cannot hide a
+segment, and ``bash -lc 'set -e; …'`` stays allowed: it is one ``bash`` segment.
+It errs towards refusing: ``( exit 1 )`` in a subshell is refused too, with the remedy.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from tui.exec.backend import BackendError
+from tui.security.risk import assess_command
+
+_TMUX_GLOBAL_WITH_ARG = {"-L", "-S", "-f", "-c", "-T"}
+_TMUX_FORBIDDEN = {"new-session", "new", "kill-server", "kill-session", "kill-window", "kill-pane"}
+
+
+class ShellGuardError(BackendError):
+    """The command would kill or hijack the shared shell; the message says what to do."""
+
+    title = "Refused in the shared shell"
+
+
+def _words(text: str) -> list[str]:
+    try:
+        words = shlex.split(text, comments=False, posix=True)
+    except ValueError:
+        words = text.split()
+    while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
+        words.pop(0)
+    return words
+
+
+def _sets_errexit(words: list[str]) -> bool:
+    args = words[1:]
+    for index, word in enumerate(args):
+        if word == "--":
+            return False
+        if word == "-o" and index + 1 < len(args) and args[index + 1] == "errexit":
+            return True
+        if word.startswith("-") and not word.startswith("--") and "e" in word[1:]:
+            return True
+    return False
+
+
+def _tmux_subcommand(words: list[str]) -> str:
+    """The tmux command a ``tmux …`` line runs (``new-session`` when there is none)."""
+    index = 1
+    while index < len(words):
+        word = words[index]
+        if word in _TMUX_GLOBAL_WITH_ARG:
+            index += 2
+        elif word.startswith("-") and len(word) > 1:
+            index += 1
+        else:
+            return word
+    return "new-session"
+
+
+def shared_shell_problem(command: str) -> str | None:
+    """Why ``command`` must not be typed into a shared pane, or None when it may."""
+    for segment in assess_command(command).segments:
+        words = _words(segment.text)
+        first = words[0] if words else ""
+        program = segment.program or first
+        if first == "exec":
+            return (
+                f"`{segment.text.strip()}` would replace (or redirect) the shared shell. "
+                "Run the program normally, or in a child shell: bash -lc '…'"
+            )
+        if program in ("exit", "logout", "suspend"):
+            return (
+                f"`{segment.text.strip()}` would end the shared shell the person is watching. "
+                "To end a program, send keys to it (tmux_send_keys C-c or C-d); to test an "
+                "exit status, use a child shell: bash -c 'exit 3'"
+            )
+        if program == "set" and first == "set" and _sets_errexit(words):
+            return (
+                f"`{segment.text.strip()}` would make the next failing command close the "
+                "shared shell. Put the script in a child shell instead: bash -lc 'set -e; …'"
+            )
+        tmux_words = words[words.index("tmux") :] if "tmux" in words else words
+        if program == "tmux" and _tmux_subcommand(tmux_words) in _TMUX_FORBIDDEN:
+            return (
+                f"`{segment.text.strip()}` would act on the tmux server this shell runs in. "
+                "Use the tmux tools instead (tmux_create_session, tmux_kill_session, "
+                "tmux_create_pane, tmux_kill_pane)"
+            )
+    return None
+
+
+def check_shared_shell(command: str) -> None:
+    """Raise ShellGuardError when ``command`` must not be typed into a shared pane."""
+    problem = shared_shell_problem(command)
+    if problem is not None:
+        raise ShellGuardError(f"refused in the shared shell: {problem}")

@@ -1,0 +1,378 @@
+"""The prompt-marker protocol: how a shell in a pane tells us a command started and ended.
+
+A pane is a terminal, not a pipe: there is no exit status and no end of stream. So each pane's
+shell is taught, once (a guard variable makes the set-up idempotent), to print a marker line
+at every prompt — ``__ATUI_<nonce>_<id>_<exit>__`` with a monotonic ``id`` and the previous
+command's exit code — and a start marker ``__ATUI_<nonce>_<id>_go__`` just before a command
+runs (bash ``PS0``, zsh ``preexec``, a ``__atui_go;`` prefix for POSIX sh). Markers are drawn
+with the "concealed" attribute (SGR 8), so the person sees a blank line, not noise.
+
+Why this is safe:
+
+* The marker never appears literally in what we type: the shell builds it from pieces
+  (``printf`` with a variable), so the echo of a typed line can never look like a marker.
+* A command's id is learnt from its start marker, which is printed after the shell read the
+  whole command line, and its end is the end marker with that same id. Markers of other
+  commands in the pane (a person pressing Enter, an earlier job) carry other ids.
+* Output is read from the raw ``%output`` stream between the two markers, so it is complete
+  even when it scrolled out of the pane's history; the echoed command line lies before the
+  start marker and is never part of it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import enum
+import functools
+import re
+import secrets
+from dataclasses import dataclass, field
+
+MARKER_PATTERN = rb"__ATUI_([0-9a-f]{8})_([0-9]+)_([0-9]+|go)__"
+_MARKER = re.compile(MARKER_PATTERN)
+_MARKER_TEXT = re.compile(r"(?:\x1b\[8m)?__ATUI_[0-9a-f]{8}_[0-9]+_(?:[0-9]+|go)__(?:\x1b\[0m)?")
+MAX_MARKER_BYTES = 48
+"""Longer than any marker plus its SGR wrapping: the carry kept between reads."""
+
+
+class ShellKind(enum.Enum):
+    BASH = "bash"
+    ZSH = "zsh"
+    SH = "sh"
+
+
+_SH_NAMES = {"sh", "dash", "ash", "ksh", "ksh93", "mksh", "busybox", "yash", "posh"}
+_NOT_SHELLS = {"tmux", "login", "su", "sudo", "ssh", "python", "python3", "vim", "nvim", "less"}
+
+
+def detect_shell(current_command: str) -> ShellKind | None:
+    """The protocol for a pane's foreground program (``#{pane_current_command}``).
+
+    None when it is not a shell we can teach (an editor, a pager, a REPL): typing a
+    set-up line into those would do damage.
+    """
+    name = current_command.strip().rsplit("/", 1)[-1].lstrip("-")
+    if name in ("bash", "rbash"):
+        return ShellKind.BASH
+    if name == "zsh":
+        return ShellKind.ZSH
+    if name in _SH_NAMES:
+        return ShellKind.SH
+    return None
+
+
+def shell_kind_of(command: str) -> ShellKind | None:
+    """The protocol for a shell command line we start a pane with (``bash --norc``)."""
+    words = command.split()
+    return detect_shell(words[0]) if words else None
+
+
+def new_nonce() -> str:
+    return secrets.token_hex(4)
+
+
+_PRINT_END = 'printf \'\\033[8m__ATUI_%s_%s_%s__\\033[0m\\n\' "$__atui_n" "$__atui_i" "$e"'
+_PRINT_GO = 'printf \'\\033[8m__ATUI_%s_%s_go__\\033[0m\\n\' "$__atui_n" "$((__atui_i+1))"'
+
+
+_CLEAR = "printf '\\033[H\\033[2J'"
+_BASH_HAS_PS0 = "(( BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 404 ))"
+
+
+def bootstrap_line(kind: ShellKind, nonce: str, *, clear: bool = False) -> str:
+    """One line that teaches the shell the protocol; typing it again changes only the nonce.
+
+    It starts with a space so shells with ``HISTCONTROL=ignorespace`` keep it out of history.
+    ``clear`` wipes the screen afterwards (a pane we just created: the person need not read
+    the set-up line). For bash its exit status, carried by the first marker, says whether
+    ``PS0`` works (bash 4.4+): 0 yes, 1 no.
+    """
+    if not re.fullmatch(r"[0-9a-f]{8}", nonce):
+        raise ValueError(f"bad nonce {nonce!r}")
+    go, end = _PRINT_GO, _PRINT_END
+    if kind is ShellKind.BASH:
+        body = (
+            "__atui_g=1; __atui_i=0; "
+            f"__atui_p() {{ local e=$?; __atui_i=$((__atui_i+1)); {end}; return $e; }}; "
+            f"__atui_go() {{ {go}; }}; "
+            'PROMPT_COMMAND="__atui_p${PROMPT_COMMAND:+;$PROMPT_COMMAND}"; '
+            "PS0='\\e[8m__ATUI_${__atui_n}_$((__atui_i+1))_go__\\e[0m\\n'\"${PS0-}\""
+        )
+    elif kind is ShellKind.ZSH:
+        # The marker line already ends every command's output with a newline, so zsh's
+        # PROMPT_SP (a reverse-video % and a line of spaces) would only pollute the output.
+        body = (
+            "__atui_g=1; __atui_i=0; "
+            f"__atui_p() {{ local e=$?; __atui_i=$((__atui_i+1)); {end}; return $e; }}; "
+            f"__atui_go() {{ {go}; }}; "
+            "unsetopt prompt_sp; precmd_functions=(__atui_p $precmd_functions); "
+            "preexec_functions=(__atui_go $preexec_functions)"
+        )
+    else:
+        body = (
+            "__atui_g=1; __atui_i=0; __atui_e=$(printf '\\033'); "
+            "__atui_l=$(printf '\\nx'); __atui_l=${__atui_l%x}; "
+            f"__atui_go() {{ {go}; }}; "
+            "PS1='${__atui_e}[8m__ATUI_${__atui_n}_$((__atui_i+=1))_$?__${__atui_e}[0m"
+            '${__atui_l}\'"$PS1"'
+        )
+    line = f' __atui_n={nonce}; if [ -z "${{__atui_g-}}" ]; then {body}; fi'
+    if clear:
+        line += f"; {_CLEAR}"
+    if kind is ShellKind.BASH:
+        line += f"; {_BASH_HAS_PS0}"
+    return line
+
+
+def command_text(kind: ShellKind, command: str) -> str:
+    """What we type for ``command``: itself, braced when it spans lines.
+
+    Braces make a multi-line command one compound command, so the shell reads all of it
+    before running any (one start marker, one end marker) on shells that would otherwise
+    run it line by line. POSIX sh has no pre-exec hook, so a ``__atui_go;`` prefix prints
+    the start marker once the whole line has been read.
+    """
+    text = command.strip("\n")
+    if "\n" in text:
+        text = "{ " + text + "\n}"
+    if kind is ShellKind.SH:
+        text = "__atui_go; " + text
+    return text
+
+
+@dataclass(frozen=True)
+class Marker:
+    nonce: str
+    id: int
+    exit_code: int | None
+    """None for a start marker."""
+    start: int
+    """Byte offset in the scanned stream where the marker text begins."""
+    end: int
+
+    @property
+    def is_start(self) -> bool:
+        return self.exit_code is None
+
+
+def parse_marker(match: re.Match[bytes], offset: int = 0) -> Marker:
+    tail = match.group(3)
+    return Marker(
+        nonce=match.group(1).decode(),
+        id=int(match.group(2)),
+        exit_code=None if tail == b"go" else int(tail),
+        start=offset + match.start(),
+        end=offset + match.end(),
+    )
+
+
+def find_markers(data: bytes, nonce: str, start: int = 0) -> list[Marker]:
+    """Every marker of ``nonce`` in ``data`` from byte ``start``."""
+    return [
+        marker
+        for match in _MARKER.finditer(data, start)
+        if (marker := parse_marker(match)).nonce == nonce
+    ]
+
+
+def strip_markers(text: str, nonce: str | None = None) -> str:
+    """Remove marker text (and its concealing SGR), keeping the lines.
+
+    With ``nonce``, only that pane's markers go: a command that prints marker-like text
+    of its own keeps it.
+    """
+    if "__ATUI_" not in text:
+        return text
+    if nonce is None:
+        return _MARKER_TEXT.sub("", text)
+    return _marker_text(nonce).sub("", text)
+
+
+@functools.lru_cache(maxsize=64)
+def _marker_text(nonce: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"(?:\x1b\[8m)?__ATUI_{re.escape(nonce)}_[0-9]+_(?:[0-9]+|go)__(?:\x1b\[0m)?"
+    )
+
+
+# -- raw terminal output to text ---------------------------------------------------------------
+
+_ESCAPE = re.compile(
+    r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC … BEL/ST
+    r"|\x1b[P^_X][^\x1b]*(?:\x1b\\)"  # DCS, PM, APC, SOS … ST
+    r"|\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
+    r"|\x1b[ -/]*[0-~]"  # two/three-byte escapes (charset, keypad, save cursor)
+)
+_ERASE_LINE = re.compile(r"\x1b\[[012]?K")
+_CONTROL = re.compile(r"[\x00-\x07\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def terminal_text(raw: str) -> str:
+    """What a program printed, as plain text: escapes dropped, ``\\r`` overwrites applied.
+
+    Not a terminal emulator: carriage returns (progress bars), backspaces and erase-line are
+    applied within a line, cursor motion and colours are dropped. That covers what
+    non-interactive commands print; full-screen programs belong in ``tmux_capture_pane``.
+    """
+    raw = raw.replace("\r\n", "\n")
+    raw = _ERASE_LINE.sub("\x00K", raw)  # keep erase-line as a token, drop other escapes
+    raw = _ESCAPE.sub("", raw)
+    if "\r" not in raw and "\b" not in raw and "\x00" not in raw:
+        return _CONTROL.sub("", raw)
+    return "\n".join(_render_line(line) for line in raw.split("\n"))
+
+
+def _render_line(line: str) -> str:
+    if "\r" not in line and "\b" not in line and "\x00" not in line:
+        return _CONTROL.sub("", line)
+    cells: list[str] = []
+    column = 0
+    index = 0
+    while index < len(line):
+        char = line[index]
+        index += 1
+        if char == "\r":
+            column = 0
+        elif char == "\b":
+            column = max(0, column - 1)
+        elif char == "\x00" and line.startswith("K", index):
+            index += 1
+            del cells[column:]
+        elif char == "\t" or not _CONTROL.match(char):
+            if column < len(cells):
+                cells[column] = char
+            else:
+                cells.extend(" " * (column - len(cells)))
+                cells.append(char)
+            column += 1
+    return "".join(cells)
+
+
+# -- one command's stream ----------------------------------------------------------------------
+
+
+@dataclass
+class CommandStream:
+    """The raw output of a pane from the moment a command was typed until its end marker.
+
+    ``feed`` is called with every ``%output`` chunk of the pane; it finds the command's
+    start marker (which fixes the command's id) and then the end marker with that id.
+    Bytes are kept up to ``keep_limit``; beyond that the end marker is still looked for in
+    a sliding window, and ``capped`` says the kept output is incomplete.
+    """
+
+    nonce: str
+    keep_limit: int = 16 * 1024 * 1024
+    data: bytearray = field(default_factory=bytearray)
+    received: int = 0
+    start: Marker | None = None
+    end: Marker | None = None
+    orphan_ends: int = 0
+    """End markers seen before any start marker: prompts that did not run our command (an
+    empty Enter, or our typed line discarded by a Ctrl-C that flushed the input)."""
+    _scanned: int = 0
+    _processed: int = 0
+    """Markers starting before this offset were already looked at."""
+    _streamed: int = 0
+    _tail: bytes = b""
+    _decoder: codecs.IncrementalDecoder = field(
+        default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace")
+    )
+
+    @property
+    def done(self) -> bool:
+        return self.end is not None
+
+    @property
+    def capped(self) -> bool:
+        return self.received > len(self.data)
+
+    def feed(self, chunk: bytes) -> None:
+        if self.end is not None:
+            return
+        self.received += len(chunk)
+        room = self.keep_limit - len(self.data)
+        if room >= len(chunk):
+            self.data += chunk
+            self._scan()
+            return
+        if room > 0:
+            self.data += chunk[:room]
+            self._scan()
+            if self.end is not None:
+                return
+            self._tail = bytes(self.data[-MAX_MARKER_BYTES:])
+            chunk = chunk[room:]
+        # Past the cap: look for the end marker in a sliding window only.
+        window = self._tail + chunk
+        self._tail = window[-MAX_MARKER_BYTES:]
+        for marker in find_markers(window, self.nonce):
+            if self._accept(marker, placed=False):
+                return
+
+    def _scan(self) -> None:
+        begin = max(0, self._scanned - MAX_MARKER_BYTES)
+        self._scanned = len(self.data)
+        for found in find_markers(bytes(self.data[begin:]), self.nonce):
+            marker = Marker(
+                found.nonce, found.id, found.exit_code, found.start + begin, found.end + begin
+            )
+            if marker.start < self._processed:
+                continue
+            self._processed = marker.end
+            if self._accept(marker, placed=True):
+                return
+
+    def _accept(self, marker: Marker, *, placed: bool) -> bool:
+        """Take a marker in stream order; True once the end marker is found."""
+        if self.start is None:
+            if marker.is_start and placed:
+                self.start = marker
+                self._streamed = marker.end
+            elif not marker.is_start:
+                self.orphan_ends += 1
+            return False
+        if not marker.is_start and marker.id == self.start.id:
+            unplaced = Marker(marker.nonce, marker.id, marker.exit_code, -1, -1)
+            self.end = marker if placed else unplaced
+            return True
+        return False
+
+    def _output_end(self) -> int:
+        if self.end is not None and self.end.start >= 0:
+            return self.end.start
+        return len(self.data)
+
+    def take_live(self) -> str:
+        """New complete output lines since the last call, as plain text (for live display)."""
+        if self.start is None:
+            return ""
+        limit = self._output_end()
+        if self.end is not None:
+            cut = limit
+        else:
+            newline = self.data.rfind(b"\n", self._streamed, limit)
+            if newline < 0:
+                return ""
+            cut = newline + 1
+        if cut <= self._streamed:
+            return ""
+        first = self._streamed == self.start.end
+        piece = bytes(self.data[self._streamed : cut])
+        self._streamed = cut
+        text = self._decoder.decode(piece, self.end is not None)
+        text = terminal_text(strip_markers(text, self.nonce))
+        return text[1:] if first and text.startswith("\n") else text
+
+    def output(self) -> str:
+        """The command's output so far (all of it once ``done``), as plain text."""
+        if self.start is None:
+            return ""
+        raw = bytes(self.data[self.start.end : self._output_end()])
+        text = strip_markers(terminal_text(raw.decode("utf-8", "replace")), self.nonce)
+        # The start marker's own line leaves an SGR reset and a line break: not output.
+        return text[1:] if text.startswith("\n") else text
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.end.exit_code if self.end is not None else None

@@ -1,0 +1,156 @@
+"""The pane mirror: a live, coloured picture of the pane the agent last used.
+
+The UI cannot attach a tmux client inside a Textual app, so it gets frames instead: each
+``%output`` of the followed pane marks the screen dirty, and a single pump task turns dirty
+into one ``capture-pane -e`` plus cursor and size (one pipelined round trip), published as a
+``PaneSnapshot``. Output that arrives while a frame is being taken or within ``1/max_rate``
+seconds of the last one only keeps the flag set, so a flood costs at most ``max_rate``
+captures a second, and the last frame after the flood is always taken.
+
+The mirror follows the pane the agent acts on (``TmuxBackend.add_use_listener``) and can type
+for the person (``send_keys``/``send_input``): those go straight to tmux, without the
+shared-shell guard or the approval policy, because the person is at the keyboard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+from tui.events import Event, PaneSnapshot
+from tui.exec.backend import BackendError
+from tui.exec.tmux.backend import TmuxBackend
+
+log = logging.getLogger(__name__)
+
+Publish = Callable[[Event], None]
+
+
+class PaneMirror:
+    """Publishes ``PaneSnapshot``s of one pane, following the agent's last-used pane.
+
+    Args:
+        backend: The tmux backend whose panes are mirrored.
+        publish: Where frames go (the session bus's ``publish``).
+        max_rate: Frames per second at most.
+        follow: Switch to whichever pane the agent uses next.
+        loop_id: Stamped on the events (which agent loop the pane belongs to).
+    """
+
+    def __init__(
+        self,
+        backend: TmuxBackend,
+        publish: Publish,
+        *,
+        max_rate: float = 30.0,
+        follow: bool = True,
+        loop_id: str = "main",
+    ) -> None:
+        self.backend = backend
+        self.publish = publish
+        self.min_interval = 1.0 / max_rate
+        self.follow_agent = follow
+        self.loop_id = loop_id
+        self.pane_id: str | None = None
+        self.frames = 0
+        self._dirty = asyncio.Event()
+        self._last = 0.0
+        self._pump: asyncio.Task[None] | None = None
+        self._remove_output: Callable[[], None] | None = None
+        self._remove_use: Callable[[], None] | None = None
+        self._closed = False
+
+    async def start(self, pane_id: str | None = None) -> None:
+        """Mirror ``pane_id`` (default: the agent's last pane, else the shared one)."""
+        if self.follow_agent and self._remove_use is None:
+            self._remove_use = self.backend.add_use_listener(self.follow)
+        if pane_id is None:
+            pane_id = self.backend.last_pane or self.backend.default_pane
+        if pane_id is None:
+            await self.backend.start()
+            pane_id = self.backend.default_pane
+        if pane_id is not None:
+            self.follow(pane_id)
+        if self._pump is None:
+            self._pump = asyncio.ensure_future(self._run())
+
+    def follow(self, pane_id: str) -> None:
+        """Mirror ``pane_id`` from now on; a first frame of it is taken at once."""
+        if pane_id == self.pane_id or self._closed:
+            return
+        if self._remove_output is not None:
+            self._remove_output()
+        self.pane_id = pane_id
+        self._remove_output = self.backend.add_output_listener(pane_id, self._on_output)
+        self._dirty.set()
+
+    def refresh(self) -> None:
+        """Take a frame soon even without output (after a resize, say)."""
+        self._dirty.set()
+
+    def _on_output(self, data: bytes) -> None:
+        self._dirty.set()
+
+    async def _run(self) -> None:
+        while not self._closed:
+            await self._dirty.wait()
+            wait = self._last + self.min_interval - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)  # rate limit: later output joins this frame
+            self._dirty.clear()
+            pane_id = self.pane_id
+            if pane_id is None:
+                continue
+            self._last = time.monotonic()
+            try:
+                lines, cursor_x, cursor_y, width, height = await self.backend.snapshot(pane_id)
+            except BackendError as error:
+                log.debug("mirror: no frame of %s: %s", pane_id, error)
+                continue
+            except Exception:
+                log.exception("mirror: frame of %s failed", pane_id)
+                continue
+            if pane_id != self.pane_id:
+                continue  # switched panes while capturing: the new one is already dirty
+            self.frames += 1
+            self.publish(
+                PaneSnapshot(
+                    pane_id=pane_id,
+                    actor=self.backend.pane_actor(pane_id),
+                    lines=lines,
+                    cursor_x=cursor_x,
+                    cursor_y=cursor_y,
+                    width=width,
+                    height=height,
+                    loop_id=self.loop_id,
+                )
+            )
+
+    async def send_keys(
+        self, keys: str | Sequence[str], *, literal: bool = False, enter: bool = False
+    ) -> None:
+        """The person's keys to the mirrored pane (``C-c``, or text with ``literal``)."""
+        if self.pane_id is None:
+            raise BackendError("no pane is mirrored yet")
+        await self.backend.send_keys(self.pane_id, keys, literal=literal, enter=enter, guard=False)
+
+    async def send_input(self, data: bytes) -> None:
+        """Raw terminal bytes from the person (escape sequences included) to the pane."""
+        if self.pane_id is None:
+            raise BackendError("no pane is mirrored yet")
+        await self.backend.send_input(self.pane_id, data)
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._remove_use is not None:
+            self._remove_use()
+        if self._remove_output is not None:
+            self._remove_output()
+        if self._pump is not None:
+            self._pump.cancel()
+            try:
+                await self._pump
+            except asyncio.CancelledError:
+                pass

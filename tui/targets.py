@@ -1,0 +1,112 @@
+"""Where the agent's commands run: this machine, a container or an SSH host, in tmux or not.
+
+Part of the composition root: the command-line flags and the ``[ssh]``/``[tmux]`` settings
+pick one backend here, and everything else only ever sees the ``ExecutionBackend`` contract.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from tui.config import Settings
+from tui.exec.backend import BackendError, ExecutionBackend
+from tui.exec.local import LocalBackend
+
+
+@dataclass
+class TargetChoice:
+    """What the flags asked for."""
+
+    ssh: str | None = None
+    container: str | None = None
+    tmux: bool | None = None
+    """None: tmux when the target has it and a person is watching (the app)."""
+
+
+@dataclass
+class Target:
+    backend: ExecutionBackend
+    workspace: Path
+    """The workspace on the target (a remote or in-container path for those)."""
+    local_paths: bool
+    home: str | None = None
+
+
+async def open_target(
+    choice: TargetChoice, settings: Settings, workspace: Path, *, interactive: bool
+) -> Target:
+    """Build the backend and, for a remote target, find its home and workspace.
+
+    Raises:
+        BackendError: the host or container cannot be reached, with what to do about it.
+    """
+    host: ExecutionBackend
+    local_paths = True
+    home: str | None = None
+    ssh_host = choice.ssh or None
+    if ssh_host is not None:
+        from tui.exec.ssh import SSHBackend
+
+        ssh_settings = settings.ssh.model_copy(update={"host": ssh_host})
+        probe = SSHBackend.from_settings(ssh_settings)
+        try:
+            home = await _target_home(probe)
+        finally:
+            await probe.close()
+        local_paths = False
+        workspace = _remote_workspace(workspace, home)
+        host = SSHBackend.from_settings(ssh_settings, default_cwd=str(workspace))
+    elif choice.container:
+        from tui.exec.container import ContainerBackend
+
+        host = ContainerBackend(choice.container, default_cwd=str(workspace))
+        home = await _target_home(host)
+        local_paths = False
+    else:
+        host = LocalBackend(default_cwd=str(workspace))
+    use_tmux = choice.tmux
+    if use_tmux is None:
+        use_tmux = interactive and await _has_tmux(host)
+    if not use_tmux:
+        return Target(host, workspace, local_paths, home)
+    from tui.exec.tmux.backend import TmuxBackend
+
+    tmux = settings.tmux
+    backend = TmuxBackend(
+        host,
+        socket_name=tmux.socket_name or "agent-tui",
+        session=tmux.session,
+        history_limit=tmux.history_limit,
+        default_cwd=str(workspace),
+        max_sessions=tmux.max_sessions,
+        max_panes=tmux.max_panes,
+    )
+    return Target(backend, workspace, local_paths, home)
+
+
+def _remote_workspace(workspace: Path, home: str) -> Path:
+    """``--workspace`` names a folder on the host; unset (this machine's cwd) means home."""
+    if workspace == Path.cwd().resolve():
+        return Path(home)
+    return workspace
+
+
+async def _target_home(backend: ExecutionBackend) -> str:
+    result = await backend.run('printf %s "$HOME"', timeout=30)
+    if result.exit_code != 0 or not result.stdout.startswith("/"):
+        raise BackendError(
+            f"{backend.actor}: could not read the home folder "
+            f"({(result.stderr or result.stdout).strip() or 'no output'})"
+        )
+    return result.stdout.strip()
+
+
+async def _has_tmux(backend: ExecutionBackend) -> bool:
+    if not backend.SUPPORTS_SPAWN:
+        return False
+    if isinstance(backend, LocalBackend):
+        return shutil.which("tmux") is not None
+    result = await backend.run("command -v tmux", timeout=30)
+    return result.exit_code == 0
