@@ -95,7 +95,8 @@ def tmux_socket() -> Iterator[str]:
 
 def test_tmux_runs_the_command_in_a_pane(cli: Cli, model_server: Any, tmux_socket: str) -> None:
     cli.env["AGENT_TUI_TMUX__SOCKET_NAME"] = tmux_socket
-    server = model_server([shell_step('echo "pane=$TMUX_PANE"; echo oops >&2'), {"text": "ok"}])
+    command = 'echo "pane=$TMUX_PANE key=${OPENAI_API_KEY:-unset}"; echo oops >&2'
+    server = model_server([shell_step(command), {"text": "ok"}])
     done = cli.run(
         *headless(server, "run it in tmux", "--approval-mode", "full-auto"),
         "--tmux",
@@ -106,8 +107,10 @@ def test_tmux_runs_the_command_in_a_pane(cli: Cli, model_server: Any, tmux_socke
     (result,) = tool_results(server)
     assert "pane=%" in result and "oops" in result
     assert "merged" in result
+    # The shared shell was started with the reduced environment, not the CLI's own.
+    assert "key=unset" in result
     (actor,) = started_actors(done.stdout)
-    assert actor.startswith("local/tmux")
+    assert actor.startswith("local/tmux:%")
     # The pane the command reported is a real pane of the private server, still there for a
     # person to look at after the run.
     pane = result.split("pane=", 1)[1].split()[0]

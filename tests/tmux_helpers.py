@@ -8,6 +8,7 @@ another test's server.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 import shutil
@@ -30,12 +31,16 @@ def new_socket_name() -> str:
 
 
 def kill_server(socket_name: str) -> None:
+    """Stop the test's tmux server and remove its socket file (tmux leaves it behind)."""
     subprocess.run(
         ["tmux", "-L", socket_name, "kill-server"],
         env=clean_env(),
         capture_output=True,
         check=False,
     )
+    directory = os.environ.get("TMUX_TMPDIR") or "/tmp"
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(directory, f"tmux-{os.getuid()}", socket_name))
 
 
 async def tmux(socket_name: str, *args: str, check: bool = True) -> str:

@@ -19,9 +19,9 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
-from tui.events import AssistantTextDelta, Event, ToolOutputChunk
+from tui.events import AssistantTextDelta, Event, PaneSnapshot, ToolOutputChunk
 
-DROPPABLE = (ToolOutputChunk, AssistantTextDelta)
+DROPPABLE = (ToolOutputChunk, AssistantTextDelta, PaneSnapshot)
 Listener = Callable[[Event], None]
 log = logging.getLogger(__name__)
 

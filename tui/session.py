@@ -22,7 +22,7 @@ from tui.agent.subagent import SubAgentTool
 from tui.agent.transcript import SessionStore, Transcript
 from tui.bus import EventBus
 from tui.config import LoadedSettings
-from tui.events import Notice
+from tui.events import Event, Notice, PaneSnapshot
 from tui.exec.backend import ExecutionBackend
 from tui.exec.local import LocalBackend
 from tui.security.approval import ApprovalBroker, Approver
@@ -140,7 +140,7 @@ def build_session(
         transcript = store.create(
             workspace, settings.provider.name, settings.provider.model or "(none)"
         )
-    bus.add_listener(transcript.append_event)
+    bus.add_listener(lambda event: _record(transcript, event))
 
     broker = ApprovalBroker(bus.publish, timeout=settings.approval.timeout)
     approver = approver_factory(bus) if approver_factory is not None else broker
@@ -211,6 +211,13 @@ def build_session(
     for warning in warnings:
         bus.publish(Notice(message=warning, level="warning"))
     return session
+
+
+def _record(transcript: Transcript, event: Event) -> None:
+    """Everything but pane screens goes to the transcript: those are a live view, up to 30 a
+    second, and the commands' own output is already recorded."""
+    if not isinstance(event, PaneSnapshot):
+        transcript.append_event(event)
 
 
 LOOSENING_KEYS = ("approval.mode", "hooks", "security")

@@ -13,6 +13,7 @@ from pathlib import Path
 from tui.config import Settings
 from tui.exec.backend import BackendError, ExecutionBackend
 from tui.exec.local import LocalBackend
+from tui.security.environment import reduced_environment
 
 
 @dataclass
@@ -80,9 +81,13 @@ async def open_target(
         session=tmux.session,
         history_limit=tmux.history_limit,
         default_cwd=str(workspace),
+        # The panes' shells live on past any one command: give them the reduced environment,
+        # never this process's own (API keys must not reach the shared shell).
+        env=reduced_environment(settings.security.env_allowlist, settings.security.env_passthrough),
         max_sessions=tmux.max_sessions,
         max_panes=tmux.max_panes,
     )
+    await backend.start()
     return Target(backend, workspace, local_paths, home)
 
 
