@@ -8,7 +8,9 @@ the reason). Each pair is measured interleaved in rounds so machine noise hits b
   ``true; tmux wait-for -S CH`` into a plain pane, then ``tmux wait-for CH``, on the same
   socket. Target: median ≤ 8 ms.
 
-    python bench/backends.py [--calls 100] [--rounds 5] [--only tmux]
+* SSH (bench/ssh.py) and podman (bench/podman.py) run as their own scripts from here.
+
+    python bench/backends.py [--calls 100] [--rounds 5] [--only tmux|ssh|podman]
 """
 
 from __future__ import annotations
@@ -139,10 +141,47 @@ Bench = Callable[[int, int], Awaitable[list[Figure]]]
 BENCHES: dict[str, tuple[Bench, Callable[[], str | None]]] = {
     "tmux": (bench_tmux, lambda: None if shutil.which("tmux") else "tmux is not installed"),
 }
-"""name → (benchmark, why it cannot run here or None). SSH and podman sections go here too."""
+"""name → (benchmark, why it cannot run here or None)."""
+
+
+SCRIPTS = {
+    "ssh": (
+        ["bench/ssh.py"],
+        lambda: (
+            None
+            if shutil.which("sshd") or os.path.exists("/usr/sbin/sshd")
+            else "sshd is not installed"
+        ),
+    ),
+    "podman": (
+        ["bench/podman.py"],
+        lambda: None if shutil.which("podman") else "podman is not installed",
+    ),
+}
+"""Backends whose benchmark needs a server or an image of its own: run as their own scripts
+(each starts and removes what it needs), so one command still gives every figure."""
+
+
+def run_script(argv: list[str], calls: int) -> None:
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, str(ROOT / argv[0]), "--calls", str(calls), *argv[1:]],
+        cwd=ROOT,
+        check=False,
+    )
 
 
 async def main(calls: int, rounds: int, only: list[str] | None) -> None:
+    for name, (argv, missing) in SCRIPTS.items():
+        if only and name not in only:
+            continue
+        reason = missing()
+        if reason:
+            print(f"{name}: skipped ({reason})")
+            continue
+        print(f"{name}:", flush=True)
+        await asyncio.to_thread(run_script, argv, calls)
     for name, (bench, unavailable) in BENCHES.items():
         if only and name not in only:
             continue
