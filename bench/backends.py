@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: make ``tui`` importable
     sys.path.insert(0, str(ROOT))
 
-from tui.exec.local import LocalBackend  # noqa: E402
-from tui.exec.tmux.backend import TmuxBackend  # noqa: E402
+from tui.exec.local import LocalBackend
+from tui.exec.tmux.backend import TmuxBackend
 
 SHELL = "bash --norc --noprofile"
 

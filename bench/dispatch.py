@@ -12,9 +12,14 @@ import argparse
 import asyncio
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from a plain checkout: make ``tui`` importable
+    sys.path.insert(0, str(ROOT))
 
 from tui.exec.local import LocalBackend
 from tui.security.permissions import ApprovalMode

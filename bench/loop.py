@@ -33,9 +33,9 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: make ``tests.scripted_server`` importable
 
-from tests.scripted_server import ScriptedServer  # noqa: E402
-from tui.config import load_settings  # noqa: E402
-from tui.session import build_session  # noqa: E402
+from tests.scripted_server import ScriptedServer
+from tui.config import load_settings
+from tui.session import build_session
 
 SHELL = "bash"
 

@@ -32,12 +32,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: make ``tests`` and ``tui`` importable
     sys.path.insert(0, str(ROOT))
 
-import asyncssh  # noqa: E402
+import asyncssh
 
-from tests.sshd import SshdUnavailable, SshServer  # noqa: E402
-from tui.exec.ssh import SSHBackend  # noqa: E402
-from tui.security.environment import reduced_environment  # noqa: E402
-from tui.security.settings import DEFAULT_ENV_ALLOWLIST  # noqa: E402
+from tests.sshd import SshdUnavailable, SshServer
+from tui.exec.ssh import SSHBackend
+from tui.security.environment import reduced_environment
+from tui.security.settings import DEFAULT_ENV_ALLOWLIST
 
 Call = Callable[[], Awaitable[None]]
 

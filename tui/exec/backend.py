@@ -154,18 +154,8 @@ class CommandBackend(ExecutionBackend):
 
     async def read_file(self, path: str) -> bytes:
         quoted = shlex.quote(path)
-        script = (
-            f"if [ -d {quoted} ]; then echo 'is a directory' >&2; exit 21; fi; "
-            f"if [ ! -e {quoted} ]; then echo 'no such file' >&2; exit 2; fi; "
-            f"base64 < {quoted}"
-        )
-        result = await self.run(script)
-        if result.exit_code == 21:
-            raise IsADirectoryError(path)
-        if result.exit_code == 2:
-            raise FileNotFoundError(path)
-        if result.exit_code != 0:
-            raise PermissionError(f"{path}: {result.stderr.strip() or 'cannot read'}")
+        result = await self.run(read_guard(quoted) + f"base64 < {quoted}")
+        raise_for_file_status(path, result, "cannot read")
         import base64
 
         return base64.b64decode("".join(result.stdout.split()))
@@ -176,3 +166,30 @@ class CommandBackend(ExecutionBackend):
         result = await self.run_with_stdin(f"{prefix}cat > {quoted}", data)
         if result.exit_code != 0:
             raise PermissionError(f"{path}: {result.stderr.strip() or 'cannot write'}")
+
+
+def read_guard(quoted: str) -> str:
+    """Shell that stops a read of a directory (exit 21) or a missing path (exit 2) first.
+
+    Every shell-based ``read_file`` starts with it, so ``raise_for_file_status`` can turn
+    those statuses into the same exceptions the local backend raises.
+    """
+    return (
+        f"if [ -d {quoted} ]; then echo 'is a directory' >&2; exit 21; fi; "
+        f"if [ ! -e {quoted} ]; then echo 'no such file' >&2; exit 2; fi; "
+    )
+
+
+def raise_for_file_status(path: str, result: ExecResult, what: str) -> None:
+    """Raise the OSError a shell file command's exit status stands for (none for 0).
+
+    21 is a directory and 2 a missing path (see ``read_guard``); anything else is reported
+    as not permitted, with the command's own words when it printed any.
+    """
+    if result.exit_code == 0:
+        return
+    if result.exit_code == 21:
+        raise IsADirectoryError(path)
+    if result.exit_code == 2:
+        raise FileNotFoundError(path)
+    raise PermissionError(f"{path}: {result.stderr.strip() or what}")

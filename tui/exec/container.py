@@ -5,7 +5,8 @@ Why it is built this way:
 * Every call is one ``ENGINE exec``: nothing of ours is installed or left running in the
   container, and the engine already knows how to reach it (rootless podman, a remote
   ``DOCKER_HOST``). Locally the exec client is a subprocess like any other, so its output is
-  taken with LocalBackend's protocol: streamed as it arrives, decoded incrementally, bounded.
+  taken with the protocol LocalBackend uses too (``tui.exec.streams``): streamed as it
+  arrives, decoded incrementally, bounded.
 * Killing the local ``ENGINE exec`` client does not stop what it started: the engine keeps
   the exec session running. So a tiny POSIX ``sh`` wrapper runs first inside the container,
   prints its pid on stderr as a marker line (which we strip), and ``exec``s the user's shell
@@ -38,7 +39,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from tui.exec.backend import (
     BackendError,
@@ -46,8 +46,10 @@ from tui.exec.backend import (
     CommandBackend,
     ExecResult,
     InteractiveProcess,
+    raise_for_file_status,
+    read_guard,
 )
-from tui.exec.local import _REAP_LIMIT, KILL_GRACE, _CommandProtocol
+from tui.exec.streams import KILL_GRACE, REAP_LIMIT, CommandProtocol, wait_for_end
 
 ENGINES = ("docker", "podman")
 """Probed in this order; the first whose ``container inspect NAME`` succeeds is used."""
@@ -116,8 +118,8 @@ _SPAWN_WRAPPER = (
 )
 
 
-class _ExecProtocol(_CommandProtocol):
-    """LocalBackend's protocol, plus the wrapper's marker taken off the front of stderr.
+class _ExecProtocol(CommandProtocol):
+    """The shared subprocess protocol, plus the wrapper's marker taken off the front of stderr.
 
     ``started`` resolves to the in-container process group id, or None when the exec ended
     without one (the engine failed, or the working directory was missing: ``no_cwd``).
@@ -394,8 +396,14 @@ class ContainerBackend(CommandBackend):
         transport = await self._start(loop, protocol, argv, client_env, stdin)
         close_transport = True
         try:
-            timed_out, cancelled = await self._supervise(
-                engine, protocol, transport, timeout, cancel
+            timed_out, cancelled = await wait_for_end(
+                protocol,
+                protocol.exited,
+                protocol.pipes_closed,
+                timeout=timeout,
+                cancel=cancel,
+                kill=lambda: self._kill_group(engine, protocol, transport),
+                drain_timeout=self._drain_timeout,
             )
             protocol.finish_streams()
             exit_code = None if protocol.killing else transport.get_returncode()
@@ -475,34 +483,6 @@ class ContainerBackend(CommandBackend):
                 pipe.close()  # flushes what is buffered, then the command sees end of file
         return transport
 
-    async def _supervise(
-        self,
-        engine: str,
-        protocol: _ExecProtocol,
-        transport: asyncio.SubprocessTransport,
-        timeout: float | None,
-        cancel: asyncio.Event | None,
-    ) -> tuple[bool, bool]:
-        """Wait for exit, timeout or cancel, then drain. Returns (timed_out, cancelled)."""
-        cancel_wait = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
-        try:
-            if cancel_wait is None and timeout is None:
-                await asyncio.shield(protocol.exited)
-            else:
-                waits: set[asyncio.Future[Any]] = {protocol.exited}
-                if cancel_wait is not None:
-                    waits.add(cancel_wait)
-                await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-            killed = not protocol.exited.done()
-            cancelled = killed and cancel is not None and cancel.is_set()
-            if killed:
-                await self._kill_group(engine, protocol, transport)
-            await self._drain(protocol, cancel_wait)
-            return killed and not cancelled, cancelled
-        finally:
-            if cancel_wait is not None:
-                cancel_wait.cancel()
-
     async def _kill_group(
         self, engine: str, protocol: _ExecProtocol, transport: asyncio.SubprocessTransport
     ) -> None:
@@ -521,10 +501,10 @@ class ContainerBackend(CommandBackend):
             # pid 1 does not reap) make "is the group empty" unanswerable from outside.
             await self._signal_inside(engine, pgid, "KILL")
         if not protocol.exited.done():
-            await asyncio.wait({protocol.exited}, timeout=_REAP_LIMIT)
+            await asyncio.wait({protocol.exited}, timeout=REAP_LIMIT)
         if not protocol.exited.done():
             transport.kill()
-            await asyncio.wait({protocol.exited}, timeout=_REAP_LIMIT)
+            await asyncio.wait({protocol.exited}, timeout=REAP_LIMIT)
 
     async def _signal_inside(self, engine: str, pgid: int, signal_name: str) -> None:
         """``kill -SIG -PGID`` in the container; an already empty group is not an error."""
@@ -575,22 +555,6 @@ class ContainerBackend(CommandBackend):
         finally:
             transport.close()
 
-    async def _drain(
-        self, protocol: _ExecProtocol, cancel_wait: asyncio.Future[Any] | None
-    ) -> None:
-        """Read what is left after the exec ended, for at most ``drain_timeout`` seconds."""
-        if protocol.pipes_closed.done():
-            return
-        waits: set[asyncio.Future[Any]] = {protocol.pipes_closed}
-        if cancel_wait is not None and not cancel_wait.done():
-            waits.add(cancel_wait)
-        await asyncio.wait(waits, timeout=self._drain_timeout)
-        if not protocol.pipes_closed.done():
-            protocol.notice(
-                f"output drain stopped after {self._drain_timeout:.1f} s: "
-                "a background process still holds the output pipe"
-            )
-
     async def _check_outcome(
         self, engine: str, protocol: _ExecProtocol, exit_code: int | None, workdir: str | None
     ) -> None:
@@ -640,12 +604,9 @@ class ContainerBackend(CommandBackend):
 
     async def read_file(self, path: str) -> bytes:
         quoted = shlex.quote(path)
-        script = (
-            f"if [ -d {quoted} ]; then echo 'is a directory' >&2; exit 21; fi; "
-            f"if [ ! -e {quoted} ]; then echo 'no such file' >&2; exit 2; fi; "
-            f"exec cat -- {quoted}"
+        result, protocol = await self._execute(
+            read_guard(quoted) + f"exec cat -- {quoted}", raw=True
         )
-        result, protocol = await self._execute(script, raw=True)
         _raise_for_file(path, result, "cannot read")
         return bytes(protocol.raw or b"")
 
@@ -748,15 +709,10 @@ def _run_quietly(argv: list[str], env: Mapping[str, str] | None) -> None:
 
 
 def _raise_for_file(path: str, result: ExecResult, what: str) -> None:
-    if result.exit_code == 0:
-        return
-    if result.exit_code == 21:
-        raise IsADirectoryError(path)
-    if result.exit_code == 2:
-        raise FileNotFoundError(path)
+    """``raise_for_file_status``, plus 20: ``write_file`` found a file where a folder goes."""
     if result.exit_code == 20:
         raise NotADirectoryError(path)
-    raise PermissionError(f"{path}: {result.stderr.strip() or what}")
+    raise_for_file_status(path, result, what)
 
 
 class ContainerProcess(InteractiveProcess):
@@ -819,7 +775,7 @@ class ContainerProcess(InteractiveProcess):
                 await backend._signal_inside(self._engine, self.pgid, "TERM")
                 if not await self._exited_within(KILL_GRACE):
                     await backend._signal_inside(self._engine, self.pgid, "KILL")
-                if not await self._exited_within(_REAP_LIMIT):
+                if not await self._exited_within(REAP_LIMIT):
                     self._process.kill()
                     await self._process.wait()
         finally:

@@ -14,8 +14,8 @@ Why it is built this way:
   30 & echo done``) holds stdout. We stop reading ``drain_timeout`` seconds after the shell
   exits instead, and say so in ``notices``; the background child is left alone, because the
   person started it on purpose.
-* Output is decoded with an incremental UTF-8 decoder per stream, so a character split
-  across two reads is not mangled, and binary garbage becomes U+FFFD instead of raising.
+* Decoding, capping, the live sink and the wait/kill/drain sequence are shared with the
+  container and SSH backends (``tui.exec.streams``); only how to spawn and kill is here.
 * File I/O runs in a worker thread so the UI never stalls on a slow disk, and writes are
   atomic (temp file + ``os.replace``) so a crash never leaves a half-written file.
 """
@@ -23,9 +23,7 @@ Why it is built this way:
 from __future__ import annotations
 
 import asyncio
-import codecs
 import errno
-import logging
 import os
 import secrets
 import signal
@@ -33,7 +31,6 @@ import stat
 import subprocess
 import time
 from collections.abc import Mapping
-from typing import Any
 
 from tui.exec.backend import (
     BackendError,
@@ -41,155 +38,18 @@ from tui.exec.backend import (
     ExecResult,
     ExecutionBackend,
     InteractiveProcess,
-    StreamName,
 )
+from tui.exec.streams import KEEP_LIMIT as STREAM_KEEP_LIMIT
+from tui.exec.streams import KILL_GRACE, CommandProtocol, wait_for_end
+from tui.exec.streams import REAP_LIMIT as _REAP_LIMIT
 
-log = logging.getLogger(__name__)
-
-KEEP_LIMIT = 16 * 1024 * 1024
-"""Characters of each stream kept in the result; the chunk sink still sees everything."""
-
-KILL_GRACE = 0.5
-"""Seconds between SIGTERM and SIGKILL: time for well-behaved programs to clean up."""
-
-_REAP_LIMIT = 5.0
-"""Seconds to wait for the shell to be reaped after SIGKILL (only a D-state process lasts)."""
+KEEP_LIMIT = STREAM_KEEP_LIMIT
+"""Characters of each stream kept in a local result (read at each run, so tests can lower it)."""
 
 
 def default_shell() -> str:
     """bash where there is one, since that is what the model writes; POSIX sh otherwise."""
     return "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
-
-
-class _Capture:
-    """One output stream: decodes it incrementally and keeps a bounded copy.
-
-    The decoder is per stream because stdout and stderr interleave arbitrarily, and a
-    multibyte character split across reads must be joined with its own stream's bytes.
-    """
-
-    __slots__ = (
-        "_decoder",
-        "_finished",
-        "_kept",
-        "_parts",
-        "_received",
-        "capped",
-        "limit",
-        "name",
-    )
-
-    def __init__(self, name: StreamName, limit: int) -> None:
-        self.name: StreamName = name
-        self.limit = limit
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._parts: list[str] = []
-        self._kept = 0
-        self._received = 0
-        self._finished = False
-        self.capped = False
-
-    def feed(self, data: bytes) -> str:
-        """Decode ``data`` and keep what fits; returns the text for the live sink."""
-        self._received += len(data)
-        return self._keep(self._decoder.decode(data))
-
-    def finish(self) -> str:
-        """Flush a trailing partial character (as U+FFFD); safe to call more than once."""
-        if self._finished:
-            return ""
-        self._finished = True
-        return self._keep(self._decoder.decode(b"", True))
-
-    def _keep(self, text: str) -> str:
-        room = self.limit - self._kept
-        if len(text) > room:
-            self.capped = True
-        if text and room > 0:
-            kept = text if len(text) <= room else text[:room]
-            self._parts.append(kept)
-            self._kept += len(kept)
-        return text
-
-    @property
-    def text(self) -> str:
-        return "".join(self._parts)
-
-    def cap_notice(self) -> str:
-        return (
-            f"{self.name} kept to its first {self.limit:,} characters "
-            f"({self._received:,} bytes received; the live output showed all of it)"
-        )
-
-
-class _CommandProtocol(asyncio.SubprocessProtocol):
-    """Collects and streams one command's output, and reports exit and pipe closure apart.
-
-    Everything here runs in event-loop callbacks, so it must never block. Once ``detach``
-    is called (``run`` has returned) nothing more reaches the caller's sink.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, on_chunk: ChunkSink | None) -> None:
-        self.exited: asyncio.Future[None] = loop.create_future()
-        self.pipes_closed: asyncio.Future[None] = loop.create_future()
-        self.stdout = _Capture("stdout", KEEP_LIMIT)
-        self.stderr = _Capture("stderr", KEEP_LIMIT)
-        self.notices: list[str] = []
-        self.killing = False
-        """Set once the group is being killed: from then on a cancelled ``run`` SIGKILLs it."""
-        self._sink = on_chunk
-        self._open_pipes = 2
-
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        capture = self.stdout if fd == 1 else self.stderr
-        self._emit(capture.name, capture.feed(data))
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        if fd not in (1, 2):
-            return
-        capture = self.stdout if fd == 1 else self.stderr
-        self._emit(capture.name, capture.finish())
-        self._open_pipes -= 1
-        if self._open_pipes <= 0:
-            _resolve(self.pipes_closed)
-
-    def process_exited(self) -> None:
-        _resolve(self.exited)
-
-    def notice(self, message: str) -> None:
-        """Record a notice for the result and show it live on the ``info`` stream."""
-        self.notices.append(message)
-        self._emit("info", message + "\n")
-
-    def finish_streams(self) -> None:
-        """Flush decoders (a drain cut short never flushed them) and report capped streams."""
-        for capture in (self.stdout, self.stderr):
-            self._emit(capture.name, capture.finish())
-            if capture.capped:
-                self.notices.append(capture.cap_notice())
-
-    def detach(self) -> None:
-        self._sink = None
-
-    def _emit(self, stream: StreamName, text: str) -> None:
-        """Call the sink; a broken sink is disabled rather than allowed to kill the read.
-
-        An exception escaping a protocol callback would make asyncio close the pipe, and
-        the command's output would be lost for a bug in the UI.
-        """
-        if not text or self._sink is None:
-            return
-        try:
-            self._sink(stream, text)
-        except Exception:
-            log.exception("output sink failed; live output disabled for this command")
-            self._sink = None
-            self.notices.append("live output stopped: the output display failed")
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -314,12 +174,20 @@ class LocalBackend(ExecutionBackend):
             return ExecResult(exit_code=None, cancelled=True)
         started = time.perf_counter()
         loop = asyncio.get_running_loop()
-        protocol = _CommandProtocol(loop, on_chunk)
+        protocol = CommandProtocol(loop, on_chunk, KEEP_LIMIT)
         workdir = cwd if cwd is not None else self._default_cwd
         transport = await self._spawn(loop, protocol, command, workdir, env)
         pgid = transport.get_pid()
         try:
-            timed_out, cancelled = await self._supervise(pgid, protocol, timeout, cancel)
+            timed_out, cancelled = await wait_for_end(
+                protocol,
+                protocol.exited,
+                protocol.pipes_closed,
+                timeout=timeout,
+                cancel=cancel,
+                kill=lambda: self._kill_group(pgid, protocol),
+                drain_timeout=self._drain_timeout,
+            )
             protocol.finish_streams()
             return ExecResult(
                 exit_code=None if protocol.killing else transport.get_returncode(),
@@ -343,7 +211,7 @@ class LocalBackend(ExecutionBackend):
     async def _spawn(
         self,
         loop: asyncio.AbstractEventLoop,
-        protocol: _CommandProtocol,
+        protocol: CommandProtocol,
         command: str,
         workdir: str | None,
         env: Mapping[str, str] | None,
@@ -375,37 +243,7 @@ class LocalBackend(ExecutionBackend):
             return BackendError(f"Cannot enter working directory {workdir!r}: {reason}.")
         return BackendError(f"Cannot start the shell {self._shell!r}: {reason}.")
 
-    async def _supervise(
-        self,
-        pgid: int,
-        protocol: _CommandProtocol,
-        timeout: float | None,
-        cancel: asyncio.Event | None,
-    ) -> tuple[bool, bool]:
-        """Wait for exit, timeout or cancel, then drain. Returns (timed_out, cancelled).
-
-        The one extra task (``cancel.wait()``) exists only when a cancel event is given.
-        """
-        cancel_wait = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
-        try:
-            if cancel_wait is None and timeout is None:
-                await asyncio.shield(protocol.exited)
-            else:
-                waits: set[asyncio.Future[Any]] = {protocol.exited}
-                if cancel_wait is not None:
-                    waits.add(cancel_wait)
-                await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-            killed = not protocol.exited.done()
-            cancelled = killed and cancel is not None and cancel.is_set()
-            if killed:
-                await self._kill_group(pgid, protocol)
-            await self._drain(protocol, cancel_wait)
-            return killed and not cancelled, cancelled
-        finally:
-            if cancel_wait is not None:
-                cancel_wait.cancel()
-
-    async def _kill_group(self, pgid: int, protocol: _CommandProtocol) -> None:
+    async def _kill_group(self, pgid: int, protocol: CommandProtocol) -> None:
         """SIGTERM the whole group, give it ``KILL_GRACE`` seconds, then SIGKILL what is left.
 
         "Group is empty" has no event, but "shell exited and every holder of our pipes is
@@ -418,22 +256,6 @@ class LocalBackend(ExecutionBackend):
             _signal_group(pgid, signal.SIGKILL)
         if not protocol.exited.done():
             await asyncio.wait({protocol.exited}, timeout=_REAP_LIMIT)
-
-    async def _drain(
-        self, protocol: _CommandProtocol, cancel_wait: asyncio.Future[Any] | None
-    ) -> None:
-        """Read what is left after the shell exited, for at most ``drain_timeout`` seconds."""
-        if protocol.pipes_closed.done():
-            return
-        waits: set[asyncio.Future[Any]] = {protocol.pipes_closed}
-        if cancel_wait is not None and not cancel_wait.done():
-            waits.add(cancel_wait)
-        await asyncio.wait(waits, timeout=self._drain_timeout)
-        if not protocol.pipes_closed.done():
-            protocol.notice(
-                f"output drain stopped after {self._drain_timeout:.1f} s: "
-                "a background process still holds the output pipe"
-            )
 
     async def spawn(
         self, argv: list[str], *, env: Mapping[str, str] | None = None

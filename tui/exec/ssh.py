@@ -31,8 +31,9 @@ Why it is built this way:
   and puts "reconnected … after the connection dropped" in the result's notices; commands that
   were running when it dropped are killed after the reconnect (sshd would leave them running).
   A host that cannot be reached is a :class:`BackendError` with the reason, never a traceback.
-* Output is decoded incrementally per stream, exactly as in the local backend, so a UTF-8
-  character split across SSH packets arrives whole.
+* Output is captured by the same code as in the local backend (``tui.exec.streams``),
+  decoded incrementally per stream, so a UTF-8 character split across SSH packets arrives
+  whole; the wait, kill and drain sequence is shared too.
 * Files go over SFTP, written to a temporary name and renamed over the target
   (``posix-rename@openssh.com``), so readers never see half a file. A server without SFTP
   falls back to ``CommandBackend``'s shell file I/O, with a notice.
@@ -65,9 +66,8 @@ from tui.exec.backend import (
     CommandBackend,
     ExecResult,
     InteractiveProcess,
-    StreamName,
 )
-from tui.exec.local import KEEP_LIMIT, KILL_GRACE, _Capture
+from tui.exec.streams import KILL_GRACE, REAP_LIMIT, OutputCollector, resolve, wait_for_end
 
 if TYPE_CHECKING:
     from tui.config import SshSettings
@@ -77,9 +77,6 @@ log = logging.getLogger(__name__)
 DEFAULT_PORT = 22
 KEEPALIVE_INTERVAL = 30.0
 """Seconds between keepalives, so a silently dead connection is noticed while idle."""
-
-_REAP_LIMIT = 5.0
-"""Seconds to wait for a killed command's channel to close before giving up on it."""
 
 REMOTE_OWNED_ENV = (
     "HOME",
@@ -257,39 +254,36 @@ class _Orphan:
 # --------------------------------------------------------------------------- one command
 
 
-class _CommandSession(asyncssh.SSHClientSession[bytes]):
+class _CommandSession(OutputCollector, asyncssh.SSHClientSession[bytes]):
     """Collects and streams one command's output; separates its header, exit and close.
 
     Everything here runs in asyncssh callbacks and must never block. The first stdout line is
-    the wrapper's header (the process group id, or a cwd error) and is never shown.
+    the wrapper's header (the process group id, or a cwd error) and is never shown. Capture,
+    notices and the live sink are the shared ``OutputCollector``'s.
     """
 
     def __init__(
         self, loop: asyncio.AbstractEventLoop, on_chunk: ChunkSink | None, link: _Link
     ) -> None:
+        super().__init__(on_chunk)
         self.header: asyncio.Future[str] = loop.create_future()
         self.ended: asyncio.Future[None] = loop.create_future()
         """Exit status or signal received, or the channel closed without one."""
         self.closed: asyncio.Future[None] = loop.create_future()
-        self.stdout = _Capture("stdout", KEEP_LIMIT)
-        self.stderr = _Capture("stderr", KEEP_LIMIT)
         self.exit_code: int | None = None
         self.lost: Exception | None = None
-        self.notices: list[str] = []
-        self.killing = False
         self._head = bytearray()
-        self._sink = on_chunk
         self._link = link
 
     def data_received(self, data: bytes, datatype: asyncssh.DataType) -> None:
         if datatype == asyncssh.EXTENDED_DATA_STDERR:
-            self._emit("stderr", self.stderr.feed(data))
+            self.emit("stderr", self.stderr.feed(data))
             return
         if not self.header.done():
             self._head += data
             data = self._take_header()
         if data:
-            self._emit("stdout", self.stdout.feed(data))
+            self.emit("stdout", self.stdout.feed(data))
 
     def _take_header(self) -> bytes:
         """Consume lines up to the header; lines before it (a chatty ``.bashrc``) are output.
@@ -307,7 +301,7 @@ class _CommandSession(asyncssh.SSHClientSession[bytes]):
                 rest_bytes = bytes(self._head)
                 self._head.clear()
                 return rest_bytes
-            self._emit("stdout", self.stdout.feed(bytes(line) + b"\n"))
+            self.emit("stdout", self.stdout.feed(bytes(line) + b"\n"))
 
     def _read_header(self, text: str) -> None:
         """``PGID`` (bash form), ``PGID LOGIN_SHELL`` (portable form) or a cwd error."""
@@ -318,7 +312,7 @@ class _CommandSession(asyncssh.SSHClientSession[bytes]):
 
     def exit_status_received(self, status: int) -> None:
         self.exit_code = status
-        _resolve(self.ended)
+        resolve(self.ended)
 
     def exit_signal_received(
         self, signal_name: str, core_dumped: bool, msg: str, lang: str
@@ -327,11 +321,11 @@ class _CommandSession(asyncssh.SSHClientSession[bytes]):
             self.exit_code = -signal.Signals[f"SIG{signal_name}"].value
         except KeyError:
             self.exit_code = -1
-        _resolve(self.ended)
+        resolve(self.ended)
 
     def eof_received(self) -> bool:
         if self._head:  # output without a header line: show it rather than lose it
-            self._emit("stdout", self.stdout.feed(bytes(self._head)))
+            self.emit("stdout", self.stdout.feed(bytes(self._head)))
             self._head.clear()
         return False
 
@@ -339,8 +333,8 @@ class _CommandSession(asyncssh.SSHClientSession[bytes]):
         self.lost = exc
         if not self.header.done():
             self.header.set_result("")
-        _resolve(self.ended)
-        _resolve(self.closed)
+        resolve(self.ended)
+        resolve(self.closed)
 
     @property
     def pgid(self) -> int | None:
@@ -348,39 +342,10 @@ class _CommandSession(asyncssh.SSHClientSession[bytes]):
             return int(self.header.result())
         return None
 
-    def notice(self, message: str) -> None:
-        self.notices.append(message)
-        self._emit("info", message + "\n")
-
-    def finish_streams(self) -> None:
-        for capture in (self.stdout, self.stderr):
-            self._emit(capture.name, capture.finish())
-            if capture.capped:
-                self.notices.append(capture.cap_notice())
-
-    def detach(self) -> None:
-        self._sink = None
-
-    def _emit(self, stream: StreamName, text: str) -> None:
-        """A broken sink is disabled: output keeps being collected for the result."""
-        if not text or self._sink is None:
-            return
-        try:
-            self._sink(stream, text)
-        except Exception:
-            log.exception("output sink failed; live output disabled for this command")
-            self._sink = None
-            self.notices.append("live output stopped: the output display failed")
-
 
 def _factory(session: _CommandSession) -> Callable[[], _CommandSession]:
     """asyncssh wants a session factory; ours is made before the channel, to keep a handle."""
     return lambda: session
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 # --------------------------------------------------------------------------- the backend
@@ -683,7 +648,15 @@ class SSHBackend(CommandBackend):
             channel.write(stdin)
         channel.write_eof()
         try:
-            timed_out, cancelled = await self._supervise(channel, session, timeout, cancel)
+            timed_out, cancelled = await wait_for_end(
+                session,
+                session.ended,
+                session.closed,
+                timeout=timeout,
+                cancel=cancel,
+                kill=lambda: self._kill_session(session),
+                drain_timeout=self._drain_timeout,
+            )
             self._raise_for_start(session, workdir, started)
             session.finish_streams()
             return ExecResult(
@@ -797,33 +770,6 @@ class SSHBackend(CommandBackend):
             f"lost the connection to {self.display} ({_reason(exc)}); the next command reconnects"
         )
 
-    async def _supervise(
-        self,
-        channel: asyncssh.SSHClientChannel[bytes],
-        session: _CommandSession,
-        timeout: float | None,
-        cancel: asyncio.Event | None,
-    ) -> tuple[bool, bool]:
-        """Wait for exit, timeout or cancel, then drain. Returns (timed_out, cancelled)."""
-        cancel_wait = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
-        try:
-            if cancel_wait is None and timeout is None:
-                await asyncio.shield(session.ended)
-            else:
-                waits: set[asyncio.Future[Any]] = {session.ended}
-                if cancel_wait is not None:
-                    waits.add(cancel_wait)
-                await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-            killed = not session.ended.done()
-            cancelled = killed and cancel is not None and cancel.is_set()
-            if killed:
-                await self._kill_session(session)
-            await self._drain(channel, session, cancel_wait)
-            return killed and not cancelled, cancelled
-        finally:
-            if cancel_wait is not None:
-                cancel_wait.cancel()
-
     async def _kill_session(self, session: _CommandSession) -> None:
         """SIGTERM the remote group, give it ``KILL_GRACE`` seconds, then SIGKILL it."""
         session.killing = True
@@ -835,7 +781,7 @@ class SSHBackend(CommandBackend):
         await asyncio.wait({session.closed}, timeout=KILL_GRACE)
         # Always: a member that ignores TERM and closed its output would not hold the channel.
         await self._signal_group(pgid, "KILL")
-        await asyncio.wait({session.ended}, timeout=_REAP_LIMIT)
+        await asyncio.wait({session.ended}, timeout=REAP_LIMIT)
 
     async def _signal_group(self, pgid: int, sig: str) -> None:
         """``kill -SIG -- -PGID`` on a second channel; a gone group or connection is fine."""
@@ -854,29 +800,6 @@ class SSHBackend(CommandBackend):
         task = asyncio.get_running_loop().create_task(self._signal_group(pgid, "KILL"))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-
-    async def _drain(
-        self,
-        channel: asyncssh.SSHClientChannel[bytes],
-        session: _CommandSession,
-        cancel_wait: asyncio.Future[Any] | None,
-    ) -> None:
-        """Read what is left after the exit status, for at most ``drain_timeout`` seconds.
-
-        sshd reports the exit status when the shell exits, but keeps the channel open while a
-        background process holds its output: the same trap as a local pipe.
-        """
-        if session.closed.done():
-            return
-        waits: set[asyncio.Future[Any]] = {session.closed}
-        if cancel_wait is not None and not cancel_wait.done():
-            waits.add(cancel_wait)
-        await asyncio.wait(waits, timeout=self._drain_timeout)
-        if not session.closed.done():
-            session.notice(
-                f"output drain stopped after {self._drain_timeout:.1f} s: "
-                "a background process still holds the output pipe"
-            )
 
     def _raise_for_start(
         self, session: _CommandSession, workdir: str | None, started: float
