@@ -363,6 +363,7 @@ class _Handler(BaseHTTPRequestHandler):
         # Real API servers flush each small SSE write at once; without this, Nagle's algorithm
         # holds the final chunk back until the client's delayed ACK (about 40 ms).
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     server: _HTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:

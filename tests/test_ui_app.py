@@ -1,0 +1,628 @@
+"""The app end to end, in a Pilot, against the real loop and a scripted model server.
+
+Each test drives the UI the way a person would (keys into the prompt, answers in the modal)
+and asserts first on what crossed the bus and what the model received next, then on widget
+state — pixels are the snapshot tests' business.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+from textual.message import Message
+from textual.pilot import Pilot
+
+from tests.scripted_server import ScriptedServer
+from tui.config import load_settings
+from tui.events import Event
+from tui.exec.local import LocalBackend
+from tui.security.rules import Rule
+from tui.session import AgentSession, build_session
+from tui.ui.app import AgentApp
+from tui.ui.approval.modal import ApprovalScreen
+from tui.ui.grants.screen import GrantsScreen
+from tui.ui.messages import BusBatch
+from tui.ui.mirror.keys import coalesce
+from tui.ui.mirror.pane import PaneMirror
+
+pytestmark = pytest.mark.timeout(60)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def shell_step(command: str, call_id: str = "call_1", text: str = "", **extra: Any) -> dict:
+    arguments = json.dumps({"command": command, **extra})
+    return {
+        "text": text,
+        "tool_calls": [{"id": call_id, "name": "run_shell", "arguments": arguments}],
+    }
+
+
+def make_session(
+    workspace: Path,
+    server: ScriptedServer | None,
+    *,
+    mode: str = "ask",
+    backend: Any = None,
+) -> AgentSession:
+    provider: dict[str, Any] = {"name": "openai", "model": "scripted"}
+    if server is not None:
+        provider.update(base_url=server.openai_base_url, api_key="test-key")
+    loaded = load_settings(
+        workspace, overrides={"provider": provider, "approval": {"mode": mode}}, env={}
+    )
+    return build_session(workspace, loaded, backend=backend)
+
+
+async def until(pilot: Pilot, predicate: Callable[[], object], what: str, timeout: float = 8.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.02)
+
+
+def bus_events(messages: list[Message]) -> list[Event]:
+    return [event for m in messages if isinstance(m, BusBatch) for event in m.events]
+
+
+def kinds(messages: list[Message]) -> list[str]:
+    return [getattr(event, "kind", "?") for event in bus_events(messages)]
+
+
+def tool_message(server: ScriptedServer, request: int, call_id: str) -> str:
+    """The tool result the model received for ``call_id`` in request number ``request``."""
+    for message in server.requests[request].body["messages"]:
+        if message.get("role") == "tool" and message.get("tool_call_id") == call_id:
+            return str(message["content"])
+    raise AssertionError(f"no tool result for {call_id} in request {request}")
+
+
+async def send(pilot: Pilot, app: AgentApp, text: str) -> None:
+    app.prompt.focus()
+    app.prompt.insert(text)
+    await pilot.press("enter")
+
+
+async def turn_done(pilot: Pilot, app: AgentApp, requests: int, server: ScriptedServer) -> None:
+    await until(pilot, lambda: len(server.requests) >= requests, f"{requests} requests")
+    await until(pilot, lambda: not app.session.loop.running, "the turn to end")  # type: ignore[union-attr]
+    await pilot.pause(0.05)
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as running:
+        yield running
+
+
+def app_for(session: AgentSession) -> AgentApp:
+    return AgentApp(session, cursor_blink=False)
+
+
+# -- a prompt, a tool call, its approval ----------------------------------------------------
+
+
+async def test_prompt_tool_call_allow_once_streams_output(workspace: Path, server) -> None:
+    command = "echo one; sleep 0.5; echo two | tee out.txt"
+    server.add(shell_step(command, why="write the file", risk="low"), {"text": "Done."})
+    messages: list[Message] = []
+    app = app_for(make_session(workspace, server))
+    async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
+        await send(pilot, app, "write two to out.txt")
+        await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen)
+        assert screen.request.command == command  # the whole command, as the model sent it
+        assert [s.risk for s in screen.request.segments] == ["low", "low", "low", "medium"]
+        assert screen.request.why == "write the file" and screen.request.claimed_risk == "low"
+        await pilot.press("y")
+        state = lambda: app.tools.state("call_1")  # noqa: E731
+        # Live output: the first line shows while the command still runs.
+        await until(pilot, lambda: "one" in state().output_text(), "streamed output")
+        assert state().status == "running" and "two" not in state().output_text()
+        await turn_done(pilot, app, 2, server)
+        assert state().status == "ok" and state().exit_code == 0
+        assert state().output_text() == "one\ntwo"
+    seen = kinds(messages)
+    assert seen.index("approval_requested") < seen.index("approval_resolved")
+    resolved = [e for e in bus_events(messages) if e.kind == "approval_resolved"]  # type: ignore[attr-defined]
+    assert resolved[0].decision == "allow_once"  # type: ignore[attr-defined]
+    assert "two" in tool_message(server, 1, "call_1")
+    assert (workspace / "out.txt").read_text() == "two\n"
+
+
+async def test_allow_always_exact_grants_each_segment(workspace: Path, server) -> None:
+    server.add(
+        shell_step("touch a.txt && touch b.txt"),
+        shell_step("touch b.txt", call_id="call_2"),
+        {"text": "Done."},
+    )
+    app = app_for(make_session(workspace, server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(pilot, app, "touch two files")
+        await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+        await pilot.press("a")
+        await pilot.press("enter")  # the form opens on its OK button: exact, this session
+        await turn_done(pilot, app, 3, server)
+        rules = [str(g.rule) for g in app.session.policy.grants.list()]
+        assert rules == ["run_shell(touch a.txt)", "run_shell(touch b.txt)"]
+        assert all(g.scope == "session" for g in app.session.policy.grants.list())
+        # The second call is covered by a segment grant: it ran without asking.
+        assert app.tools.state("call_2").status == "ok"  # type: ignore[union-attr]
+        assert app.tools.state("call_2").decision is None  # type: ignore[union-attr]
+
+
+async def test_allow_always_edited_prefix_pattern(workspace: Path, server) -> None:
+    server.add(
+        shell_step("touch notes.txt"),
+        shell_step("touch other.txt", call_id="call_2"),
+        {"text": "Done."},
+    )
+    app = app_for(make_session(workspace, server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(pilot, app, "touch files")
+        await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+        await pilot.press("a")
+        pattern = app.screen.query_one("#always-pattern")
+        assert pattern.value == "run_shell(touch notes.txt)"  # type: ignore[attr-defined]
+        pattern.value = "run_shell(touch:*)"  # type: ignore[attr-defined]
+        app.screen.query_one("#scope-saved").value = True  # type: ignore[attr-defined]
+        pattern.focus()
+        await pilot.press("enter")
+        await turn_done(pilot, app, 3, server)
+        grants = app.session.policy.grants.list()
+        assert [(str(g.rule), g.scope) for g in grants] == [("run_shell(touch:*)", "saved")]
+        saved = app.session.loaded.user_config_path.read_text()
+        assert "run_shell(touch:*)" in saved and str(workspace) in saved
+        assert app.tools.state("call_2").status == "ok"  # type: ignore[union-attr]
+        assert (workspace / "other.txt").exists()
+
+
+async def test_deny(workspace: Path, server) -> None:
+    server.add(shell_step("rm -rf build"), {"text": "OK, I will not."})
+    app = app_for(make_session(workspace, server, mode="ask"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(pilot, app, "clean up")
+        await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+        await pilot.press("n")
+        await turn_done(pilot, app, 2, server)
+        assert app.tools.state("call_1").status == "denied"  # type: ignore[union-attr]
+    assert "the user denied this call" in tool_message(server, 1, "call_1")
+
+
+async def test_deny_with_message_reaches_the_model(workspace: Path, server) -> None:
+    server.add(shell_step("touch deploy.lock"), {"text": "Understood."})
+    app = app_for(make_session(workspace, server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(pilot, app, "lock it")
+        await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+        await pilot.press("m")
+        await pilot.press(*"use the staging host")
+        await pilot.press("enter")
+        await turn_done(pilot, app, 2, server)
+        state = app.tools.state("call_1")
+        assert state.status == "denied" and state.decision_message == "use the staging host"  # type: ignore[union-attr]
+    result = tool_message(server, 1, "call_1")
+    assert "the user denied this call and said: use the staging host" in result
+    assert not (workspace / "deploy.lock").exists()
+
+
+# -- cancel and steer ------------------------------------------------------------------------
+
+
+async def test_escape_cancels_a_running_tool(workspace: Path, server) -> None:
+    server.add(shell_step("sleep 30"), {"text": "never asked"})
+    messages: list[Message] = []
+    app = app_for(make_session(workspace, server))
+    async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
+        await send(pilot, app, "wait a while")
+        await until(
+            pilot, lambda: (s := app.tools.state("call_1")) and s.status == "running", "run"
+        )
+        started = time.monotonic()
+        await pilot.press("escape")
+        await until(pilot, lambda: not app.session.loop.running, "the cancel")  # type: ignore[union-attr]
+        assert time.monotonic() - started < 5
+        await pilot.pause(0.1)
+        assert app.tools.state("call_1").status == "cancelled"  # type: ignore[union-attr]
+    ended = [e for e in bus_events(messages) if e.kind == "turn_ended"]  # type: ignore[attr-defined]
+    assert ended and ended[-1].reason == "cancelled"  # type: ignore[attr-defined]
+    assert len(server.requests) == 1  # nothing was sent after the cancel
+
+
+async def test_typing_while_a_tool_runs_steers_the_next_request(workspace: Path, server) -> None:
+    server.add(shell_step("sleep 1"), {"text": "Checked the logs too."})
+    app = app_for(make_session(workspace, server))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(pilot, app, "wait a second")
+        await until(
+            pilot, lambda: (s := app.tools.state("call_1")) and s.status == "running", "run"
+        )
+        await send(pilot, app, "also check the logs")
+        await turn_done(pilot, app, 2, server)
+        assert app.tools.state("call_1").status == "ok"  # the started call was not thrown away  # type: ignore[union-attr]
+        bubbles = [str(w.render()) for w in app.chat.query("UserBubble.-steering")]
+        assert any("also check the logs" in b for b in bubbles)
+    second = server.requests[1].body["messages"]
+    users = [m["content"] for m in second if m["role"] == "user"]
+    assert "also check the logs" in json.dumps(users)
+
+
+# -- the mirrored pane -----------------------------------------------------------------------
+
+
+def pane_snapshot_class() -> type[Event]:
+    """The tmux person's ``PaneSnapshot`` event, or a stand-in of exactly its shape."""
+    import tui.events as events
+
+    found = getattr(events, "PaneSnapshot", None)
+    if found is not None:
+        return found  # type: ignore[no-any-return]
+
+    class PaneSnapshot(Event):
+        kind: Literal["pane_snapshot"] = "pane_snapshot"
+        pane_id: str
+        actor: str
+        lines: list[str]
+        cursor_x: int = 0
+        cursor_y: int = 0
+        width: int = 80
+        height: int = 24
+
+    return PaneSnapshot
+
+
+class KeyRecordingTmux(LocalBackend):
+    """A tmux-capable backend as far as the UI can tell: ``send_keys`` is recorded."""
+
+    SUPPORTS_TMUX = True
+
+    def __init__(self, workspace: Path) -> None:
+        super().__init__(default_cwd=str(workspace))
+        self.sent: list[tuple[str, str, bool]] = []
+
+    @property
+    def actor(self) -> str:
+        return "local/tmux:%7"
+
+    async def send_keys(
+        self, target: str, keys: str, *, literal: bool = False, guard: bool = True
+    ) -> None:
+        assert guard is False  # the person typing is never held to the agent's guard
+        self.sent.append((target, keys, literal))
+
+
+async def test_take_over_the_pane_and_give_it_back(workspace: Path) -> None:
+    backend = KeyRecordingTmux(workspace)
+    session = make_session(workspace, None, backend=backend)
+    Snapshot = pane_snapshot_class()
+    app = app_for(session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        lines = ["\x1b[32muser@box\x1b[0m:~$ ls", "a  b", "\x1b[32muser@box\x1b[0m:~$ "]
+        session.bus.publish(
+            Snapshot(
+                pane_id="%7",
+                actor="local",
+                lines=lines,
+                cursor_x=11,
+                cursor_y=2,
+                width=80,
+                height=3,
+            )  # type: ignore[call-arg]
+        )
+        await until(pilot, lambda: app.query_one(PaneMirror).frame is not None, "a frame")
+        await pilot.press("ctrl+t")
+        assert app.holding_pane and app.query_one(PaneMirror).has_focus
+        assert "YOU HAVE THE PANE'S KEYBOARD" in app.status.plain
+        await pilot.press("l", "s", "enter", "ctrl+c", "escape", "tab", "up")
+        await until(pilot, lambda: ("%7", "Up", False) in backend.sent, "keys to reach tmux")
+        assert {target for target, _, _ in backend.sent} == {"%7"}
+        # Typed text may arrive in one send-keys -l or several; the sequence is what counts.
+        assert coalesce([(keys, literal) for _, keys, literal in backend.sent]) == [
+            ("ls", True),
+            ("Enter", False),
+            ("C-c", False),
+            ("Escape", False),
+            ("Tab", False),
+            ("Up", False),
+        ]
+        assert app.session.loop is None or not app.session.loop.running  # esc went to tmux
+        await pilot.press("ctrl+right_square_bracket")
+        assert not app.holding_pane and app.prompt.has_focus
+        sent = len(backend.sent)
+        await pilot.press("x")
+        assert app.prompt.text == "x" and len(backend.sent) == sent
+
+
+async def test_mirror_repaints_only_changed_lines(workspace: Path) -> None:
+    backend = KeyRecordingTmux(workspace)
+    session = make_session(workspace, None, backend=backend)
+    Snapshot = pane_snapshot_class()
+    app = app_for(session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        first = [f"line {i}" for i in range(10)]
+        second = list(first)
+        second[4] = "\x1b[31mchanged\x1b[0m"
+        for lines in (first, second):
+            session.bus.publish(
+                Snapshot(
+                    pane_id="%7",
+                    actor="local",
+                    lines=lines,
+                    cursor_x=0,
+                    cursor_y=9,
+                    width=40,
+                    height=10,
+                )  # type: ignore[call-arg]
+            )
+            await pilot.pause(0.1)
+        mirror = app.query_one(PaneMirror)
+        assert mirror.last_changed == [4]
+        style = mirror._line_strip(4)._segments[0].style  # colours survive
+        assert style is not None and style.color is not None and style.color.number == 1  # red
+
+
+async def test_take_over_without_tmux_says_why(workspace: Path) -> None:
+    app = app_for(make_session(workspace, None))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("ctrl+t")
+        assert not app.holding_pane
+        assert app.mirror.unavailable == "no tmux pane: the backend is local"
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+async def test_take_over_a_real_tmux_pane(workspace: Path) -> None:
+    """The agent's own pane: a command runs in it, the person takes it, types, gives it back."""
+    from tests.tmux_helpers import SHELL, clean_env, kill_server, new_socket_name
+    from tui.exec.tmux.backend import TmuxBackend
+
+    socket = new_socket_name()
+    backend = TmuxBackend(
+        LocalBackend(default_cwd=str(workspace)),
+        socket_name=socket,
+        shell=SHELL,
+        config="/dev/null",
+        default_cwd=str(workspace),
+        env=clean_env(),
+        width=80,
+        height=20,
+    )
+    app = app_for(make_session(workspace, None, backend=backend))
+
+    def screen_has(text: str) -> bool:
+        frame = app.query_one(PaneMirror).frame
+        return frame is not None and any(text in line for line in frame.lines)
+
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await send(pilot, app, "!echo agent-$((20+1))")
+            await until(pilot, lambda: screen_has("agent-21"), "the agent's output in the mirror")
+            (state,) = [b.state for b in app.tools.blocks.values()]
+            await until(pilot, lambda: state.finished, "the command")
+            assert state.output_text().strip() == "agent-21" and "tmux" in (state.actor or "")
+            assert app.pane_target == backend.default_pane
+            await pilot.press("ctrl+t")
+            assert app.holding_pane
+            await pilot.press(*"echo person-$((6*7))", "enter")
+            await until(pilot, lambda: screen_has("person-42"), "the person's command")
+            await pilot.press("ctrl+right_square_bracket")
+            assert not app.holding_pane and app.prompt.has_focus
+    finally:
+        await backend.close()
+        kill_server(socket)
+
+
+# -- grants, auto-approve, no provider, ! commands -----------------------------------------
+
+
+async def test_grants_screen_revokes(workspace: Path) -> None:
+    session = make_session(workspace, None)
+    session.policy.grants.add(Rule.parse("run_shell(git status)"))
+    session.policy.grants.add(Rule.parse("run_shell(npm test:*)"))
+    app = app_for(session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("ctrl+g")
+        assert isinstance(app.screen, GrantsScreen)
+        await pilot.press("d")
+        assert [str(g.rule) for g in session.policy.grants.list()] == ["run_shell(npm test:*)"]
+        await pilot.press("escape")
+        assert not isinstance(app.screen, GrantsScreen)
+        notes = " ".join(str(w.render()) for w in app.chat.query("NoticeLine"))
+        assert "revoked 1 grant" in notes
+
+
+async def test_approve_window_answers_requests_itself(workspace: Path, server) -> None:
+    server.add(shell_step("touch auto.txt"), {"text": "Done."})
+    messages: list[Message] = []
+    app = app_for(make_session(workspace, server))
+    async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
+        await send(pilot, app, "/approve 10m")
+        assert app.auto_approve.active
+        assert "auto-approve 10:00" in app.status.plain
+        await send(pilot, app, "touch it")
+        await turn_done(pilot, app, 2, server)
+        assert app.tools.state("call_1").status == "ok"  # type: ignore[union-attr]
+        assert (workspace / "auto.txt").exists()
+        notes = " ".join(str(w.render()) for w in app.chat.query("NoticeLine"))
+        assert "auto-approved run_shell: touch auto.txt" in notes
+        await send(pilot, app, "/approve off")
+        assert not app.auto_approve.active and "auto-approve" not in app.status.plain
+    assert not [m for m in messages if isinstance(m, ApprovalScreen)]
+    resolved = [e for e in bus_events(messages) if e.kind == "approval_resolved"]  # type: ignore[attr-defined]
+    assert [e.decision for e in resolved] == ["allow_once"]  # type: ignore[attr-defined]
+
+
+async def test_no_provider_still_opens_and_runs_bang_commands(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    session = make_session(workspace, None)
+    assert session.loop is None and session.provider_error
+    app = app_for(session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        banner = str(app.chat.query_one("Banner").render())
+        assert "OPENAI_API_KEY is not set" in banner and "--base-url" in banner
+        await send(pilot, app, "hello?")
+        errors = " ".join(str(w.render()) for w in app.chat.query("ErrorBox"))
+        assert "OPENAI_API_KEY" in errors
+        await send(pilot, app, "!echo hi")
+        await until(pilot, lambda: app.tools.blocks, "a block")
+        (state,) = [b.state for b in app.tools.blocks.values()]
+        await until(pilot, lambda: state.finished, "the command")
+        assert state.status == "ok" and state.output_text() == "hi" and state.by_user
+
+
+async def test_bang_command_goes_through_approval(workspace: Path) -> None:
+    app = app_for(make_session(workspace, None))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(pilot, app, "!touch mine.txt")
+        await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+        assert app.approval_open[0].command == "touch mine.txt"  # type: ignore[index]
+        await pilot.press("y")
+        await until(pilot, lambda: all(b.state.finished for b in app.tools.blocks.values()), "run")
+        assert (workspace / "mine.txt").exists()
+
+
+async def test_pager_shows_the_whole_output_of_a_flood(workspace: Path) -> None:
+    app = app_for(make_session(workspace, None))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(pilot, app, "!seq 1 20000")
+        await until(pilot, lambda: app.tools.blocks, "a block")
+        (block,) = app.tools.blocks.values()
+        await until(pilot, lambda: block.state.finished, "the command")
+        out = block.state.output
+        assert out.truncated and out.line_count() <= 1000 and out.total_lines == 20000
+        stats = block._stats_text().plain
+        assert "20,000 lines" in stats and "kept the last 1,000" in stats and "o all" in stats
+        await pilot.press("ctrl+l")
+        from tui.ui.tools.pager import LinesView, OutputPager
+
+        await until(pilot, lambda: isinstance(app.screen, OutputPager), "the pager")
+        view = app.screen.query_one(LinesView)
+        await until(pilot, lambda: len(view.source) == 20000, "the index")
+        assert view.source.line(0) == "1" and view.source.line(19999) == "20000"
+
+
+# -- slash commands, sessions, start-up ------------------------------------------------------
+
+
+async def test_mode_model_clear_and_resume(workspace: Path, server) -> None:
+    server.add({"text": "first answer"})
+    session = make_session(workspace, server)
+
+    def factory(resume: str | None, backend: Any) -> AgentSession:
+        return build_session(workspace, session.loaded, resume=resume, backend=backend)
+
+    app = AgentApp(session, session_factory=factory, cursor_blink=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(pilot, app, "/mode full-auto")
+        assert session.policy.approval_mode.value == "full-auto"
+        assert "mode full-auto" in app.status.plain
+        await send(pilot, app, "/model other-model")
+        await send(pilot, app, "hello there")
+        await turn_done(pilot, app, 1, server)
+        assert server.requests[0].body["model"] == "other-model"
+        first = session.session_id
+        await send(pilot, app, "/clear")
+        await until(pilot, lambda: app.session.session_id != first, "a new session")
+        assert not app.chat.query("UserBubble")
+        await send(pilot, app, f"/resume {first}")
+        await until(pilot, lambda: app.session.session_id == first, "the old session back")
+        await until(pilot, lambda: app.chat.query("UserBubble"), "the replayed conversation")
+        assert "hello there" in str(app.chat.query_one("UserBubble").render())
+        await send(pilot, app, "/resume no-such-session")
+        assert app.session.session_id == first
+        await send(pilot, app, "/frobnicate")
+        notes = " ".join(str(w.render()) for w in app.chat.query("NoticeLine"))
+        assert "no command /frobnicate" in notes
+
+
+async def test_the_session_is_built_after_the_first_frame(workspace: Path) -> None:
+    built: list[AgentSession] = []
+
+    async def builder() -> tuple[AgentSession, None]:
+        built.append(make_session(workspace, None))
+        return built[0], None
+
+    app = AgentApp(builder=builder, cursor_blink=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(pilot, app, "!echo early")  # typed before the session exists: queued
+        await app.session_ready.wait()
+        await until(pilot, lambda: app.tools.blocks, "the queued command")
+        (state,) = [b.state for b in app.tools.blocks.values()]
+        await until(pilot, lambda: state.finished, "the command")
+        assert state.output_text() == "early" and app.session is built[0]
+
+
+async def test_a_session_that_cannot_be_built_ends_the_app_with_the_reason() -> None:
+    from tui.ui.app import StartupError
+
+    async def builder() -> tuple[AgentSession, None]:
+        raise StartupError("cannot reach prod: connection refused", exit_code=1)
+
+    app = AgentApp(builder=builder, cursor_blink=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.3)
+    assert app.return_code == 1
+
+
+async def test_newline_keys_and_history(workspace: Path) -> None:
+    app = app_for(make_session(workspace, None))
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.prompt.focus()
+        await pilot.press(*"one", "ctrl+j", *"two", "alt+enter", *"three")
+        assert app.prompt.text == "one\ntwo\nthree"
+        await pilot.press("enter")
+        assert app.prompt.text == ""
+        await pilot.press(*"draft", "up")
+        assert app.prompt.text == "one\ntwo\nthree"
+        await pilot.press("down", "down", "down")
+        assert app.prompt.text == "draft"
+
+
+async def test_ctrl_r_searches_the_prompt_history(workspace: Path) -> None:
+    from tui.ui.prompt.search import HistorySearchScreen
+
+    app = app_for(make_session(workspace, None))
+    async with app.run_test(size=(120, 40)) as pilot:
+        for text in ("!echo alpha", "!echo beta", "!echo gamma"):
+            await send(pilot, app, text)
+        await pilot.press("ctrl+r")
+        assert isinstance(app.screen, HistorySearchScreen)
+        await pilot.press(*"bet", "enter")
+        assert app.prompt.text == "!echo beta" and app.prompt.has_focus
+
+
+async def test_chat_and_tool_panel_are_pruned_with_hysteresis(workspace: Path) -> None:
+    from tui.events import Notice, ToolCallCompleted, ToolCallStarted
+    from tui.ui.chat.panel import PRUNE_ABOVE, PRUNE_TO
+    from tui.ui.tools import panel as tools_panel
+
+    session = make_session(workspace, None)
+    app = app_for(session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for i in range(250):  # eleven lines each (a margin and ten of text): 2,750 lines
+            session.bus.publish(Notice(message="\n".join(f"note {i}.{j}" for j in range(10))))
+        await until(pilot, lambda: app.chat.pruned > 0, "the chat to prune")
+        await pilot.pause(0.2)
+        height = app.chat.virtual_size.height
+        assert PRUNE_TO - 50 <= height <= PRUNE_ABOVE
+        for i in range(tools_panel.PRUNE_ABOVE + 1):
+            session.bus.publish(ToolCallStarted(tool_call_id=f"c{i}", tool_name="run_shell"))
+            session.bus.publish(
+                ToolCallCompleted(
+                    tool_call_id=f"c{i}", tool_name="run_shell", is_error=False, duration_ms=1
+                )
+            )
+        await until(pilot, lambda: app.tools.pruned > 0, "the tool panel to prune")
+        assert len(app.tools.blocks) == tools_panel.PRUNE_TO
+        assert f"c{tools_panel.PRUNE_ABOVE}" in app.tools.blocks  # the newest stay

@@ -1,0 +1,46 @@
+"""What the app looks like, frame by frame, in the states people screenshot.
+
+Scenes are deterministic (frozen clock, fixed event timestamps, cursor blink off); see
+``tests/snapshot_apps/scenes.py``. Update with ``pytest tests/test_ui_snapshots.py
+--snapshot-update`` and look at the SVGs before committing them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.snapshot_apps.scenes import SIZE, scene
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def compare(snap_compare: Any, name: str) -> bool:
+    make, play = scene(name)
+    return bool(snap_compare(make(), terminal_size=SIZE, run_before=play))
+
+
+class TestMainScreen:
+    def test_idle(self, snap_compare: Any) -> None:
+        assert compare(snap_compare, "idle")
+
+    def test_streaming_text(self, snap_compare: Any) -> None:
+        assert compare(snap_compare, "streaming")
+
+    def test_running_tool(self, snap_compare: Any) -> None:
+        assert compare(snap_compare, "running_tool")
+
+    def test_mirror_with_colours(self, snap_compare: Any) -> None:
+        assert compare(snap_compare, "mirror")
+
+    def test_no_provider(self, snap_compare: Any) -> None:
+        assert compare(snap_compare, "no_provider")
+
+
+class TestScreens:
+    def test_approval_modal_long_multi_segment_command(self, snap_compare: Any) -> None:
+        assert compare(snap_compare, "approval")
+
+    def test_grants(self, snap_compare: Any) -> None:
+        assert compare(snap_compare, "grants")

@@ -1,0 +1,291 @@
+"""The conversation: user messages, the assistant's streamed Markdown, notices and errors.
+
+Streaming goes through ``Markdown.get_stream`` so a fast model becomes a few appends per
+frame, not one per token. The panel follows the tail only while the user is at the bottom
+(Textual's anchor is released by scrolling up and restored by scrolling back down), and it is
+pruned with hysteresis: above ``PRUNE_ABOVE`` lines (or ``MAX_ENTRIES`` entries: a thousand
+one-line entries cost a relayout as much as a thousand long ones) the oldest entries go until
+``PRUNE_TO`` lines and ``KEEP_ENTRIES`` entries remain, at most once per frame, so a long
+session never grows without bound.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.widget import Widget
+from textual.widgets import Static
+
+from tui.ui.follow import TailFollowing
+
+if TYPE_CHECKING:
+    from textual.widgets import Markdown
+    from textual.widgets._markdown import MarkdownStream
+
+    from tui.events import Event
+
+PRUNE_ABOVE = 2500
+PRUNE_TO = 1500
+MAX_ENTRIES = 600
+KEEP_ENTRIES = 400
+
+
+class UserBubble(Static):
+    """What the person typed (``-steering`` when typed while the agent worked)."""
+
+
+_BUBBLE: type[Markdown] | None = None
+
+
+def AssistantBubble(markdown: str = "", *, classes: str = "") -> Markdown:
+    """The assistant's answer, streamed: a ``Markdown`` subclass made on first use.
+
+    Markdown (and its parser) is imported only when the first answer arrives, so the first
+    frame of the app does not pay for it.
+    """
+    global _BUBBLE
+    if _BUBBLE is None:
+        from textual.widgets import Markdown
+
+        class AssistantBubble(Markdown):
+            """The assistant's answer, streamed."""
+
+        _BUBBLE = AssistantBubble
+    return _BUBBLE(markdown, classes=classes)
+
+
+class NoticeLine(Static):
+    """A one-line note: ``-warning`` or ``-info``."""
+
+
+class ToolRef(Static):
+    """One line in the conversation where the model called a tool (the block is on the right)."""
+
+
+class ErrorBox(Static):
+    """An error the person should read (provider failures, crashed workers)."""
+
+
+class SubagentNote(Static):
+    """What a sub-agent answered, tagged with its loop id."""
+
+
+class Banner(Static):
+    """The first thing in the chat: what this session is, or what to set when it cannot talk."""
+
+
+class ChatPanel(TailFollowing):
+    """The chat column. Fed by ``apply`` with one frame's events at a time."""
+
+    can_focus = False
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._current: Markdown | None = None
+        self._stream: MarkdownStream | None = None
+        self._streamed_text = False
+        self._prune_scheduled = False
+        self.pruned = 0
+        """Entries removed by pruning so far."""
+
+    # -- feeding ---------------------------------------------------------------------------
+
+    async def apply(self, events: list[Event]) -> None:
+        """Show one frame's events; consecutive text deltas become one stream write."""
+        pending: list[str] = []
+        for event in events:
+            if event.kind == "assistant_delta" and event.loop_id == "main":  # type: ignore[attr-defined]
+                pending.append(event.text)  # type: ignore[attr-defined]
+                continue
+            if pending:
+                await self.assistant_delta("".join(pending))
+                pending = []
+            await self._apply_one(event)
+        if pending:
+            await self.assistant_delta("".join(pending))
+        self.content_changed()
+        self._schedule_prune()
+
+    async def _apply_one(self, event: Any) -> None:
+        # Dispatch on ``kind``: the UI never needs the event classes (or pydantic) imported
+        # before its first frame.
+        kind = event.kind
+        if kind == "user_message":
+            if event.loop_id == "main":
+                await self.end_stream()
+                self.add_user(event.text, steering=event.steering)
+        elif kind == "assistant_message":
+            if event.loop_id == "main":
+                await self.assistant_final(event.text)
+            elif event.text.strip():
+                self.add_subagent(event.loop_id, event.text)
+        elif kind == "tool_requested" and event.loop_id == "main":
+            by_user = event.tool_call_id.startswith("user-")
+            self.add_tool_ref(event.tool_name, event.arguments, by_user=by_user)
+        elif kind == "error":
+            await self.end_stream()
+            self.add_error(event.title, event.message)
+        elif kind == "notice":
+            self.add_notice(event.message, level=event.level)
+        elif kind == "turn_ended" and event.loop_id == "main":
+            await self.end_stream()
+            if event.reason == "max_turns":
+                self.add_notice("the turn stopped at max_turns", level="warning")
+
+    # -- entries ---------------------------------------------------------------------------
+
+    def _add(self, widget: Widget) -> Widget:
+        self.mount(widget)
+        self.content_changed()
+        return widget
+
+    def add_banner(self, text: Text | str, *, warning: bool = False) -> Banner:
+        banner = Banner(text, classes="-warning" if warning else "")
+        self._add(banner)
+        return banner
+
+    def add_user(self, text: str, *, steering: bool = False) -> UserBubble:
+        body = Text(text)
+        bubble = UserBubble(body, classes="-steering" if steering else "")
+        bubble.border_title = "you · steering" if steering else "you"
+        self._add(bubble)
+        return bubble
+
+    def add_tool_ref(self, tool_name: str, arguments: str, *, by_user: bool = False) -> ToolRef:
+        """``⚙ run_shell  git status``: where the call happened in the story."""
+        summary = arguments
+        try:
+            parsed = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            first = parsed.get("command") or next(iter(parsed.values()), "")
+            summary = first if isinstance(first, str) else json.dumps(first)
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append("⚙ ", "dim")
+        if by_user:
+            text.append("you ran ", "dim")
+        text.append(tool_name, "bold")
+        text.append("  " + " ".join(summary.split())[:300])
+        ref = ToolRef(text)
+        self._add(ref)
+        return ref
+
+    def add_notice(self, message: str, *, level: str = "info") -> NoticeLine:
+        icon = "▲" if level == "warning" else "•"
+        line = NoticeLine(Text(f"{icon} {message}"), classes=f"-{level}")
+        self._add(line)
+        return line
+
+    def add_error(self, title: str, message: str) -> ErrorBox:
+        box = ErrorBox(Text(message))
+        box.border_title = title
+        self._add(box)
+        return box
+
+    def add_subagent(self, loop_id: str, text: str) -> SubagentNote:
+        short = text.strip()
+        if len(short) > 600:
+            short = short[:600] + " …"
+        note = SubagentNote(Text(short))
+        note.border_title = f"↳ sub-agent {loop_id.rsplit('.', 1)[-1]}"
+        self._add(note)
+        return note
+
+    def add_markdown(self, markdown: str) -> Markdown:
+        bubble = AssistantBubble(markdown, classes="-system")
+        self._add(bubble)
+        return bubble
+
+    # -- streaming -------------------------------------------------------------------------
+
+    async def assistant_delta(self, text: str) -> None:
+        if not text:
+            return
+        if self._current is None:
+            self._current = AssistantBubble("")
+            await self.mount(self._current)
+            self.content_changed()
+            self._stream = self._current.get_stream(self._current)
+            self._streamed_text = False
+        assert self._stream is not None
+        self._streamed_text = True
+        await self._stream.write(text)
+
+    async def assistant_final(self, text: str) -> None:
+        """The complete answer: closes the stream, or shows it whole when nothing streamed."""
+        if self._current is not None and self._streamed_text:
+            await self.end_stream()
+            return
+        await self.end_stream()
+        if text.strip():
+            self._add(AssistantBubble(text))
+
+    async def end_stream(self) -> None:
+        stream, self._stream, self._current = self._stream, None, None
+        if stream is not None:
+            await stream.stop()
+
+    @property
+    def streaming(self) -> bool:
+        return self._stream is not None
+
+    # -- bounds ----------------------------------------------------------------------------
+
+    def content_resized(self) -> None:
+        self._schedule_prune()
+
+    def _schedule_prune(self) -> None:
+        too_big = self.virtual_size.height > PRUNE_ABOVE or len(self.children) > MAX_ENTRIES
+        if not self._prune_scheduled and too_big:
+            self._prune_scheduled = True
+            self.call_after_refresh(self.prune)
+
+    def prune(self) -> int:
+        """Drop the oldest entries when above ``PRUNE_ABOVE`` lines, down to ``PRUNE_TO``."""
+        self._prune_scheduled = False
+        total = sum(child.outer_size.height for child in self.children)
+        entries = len(self.children)
+        if total <= PRUNE_ABOVE and entries <= MAX_ENTRIES:
+            return 0
+        doomed = []
+        for child in self.children:
+            if (total <= PRUNE_TO and entries <= KEEP_ENTRIES) or child is self._current:
+                break
+            total -= child.outer_size.height
+            entries -= 1
+            doomed.append(child)
+        if doomed:
+            self.remove_children(doomed)
+            self.pruned += len(doomed)
+        return len(doomed)
+
+    def clear_entries(self) -> None:
+        self._current = None
+        self._stream = None
+        self.remove_children()
+        self.reset_follow()
+
+
+if __name__ == "__main__":
+    from textual.app import App, ComposeResult
+
+    from tui.locations import styles_dir
+
+    class _Demo(App[None]):
+        CSS_PATH = [str(styles_dir() / "app.tcss"), str(styles_dir() / "chat.tcss")]
+
+        def compose(self) -> ComposeResult:
+            yield ChatPanel()
+
+        async def on_mount(self) -> None:
+            chat = self.query_one(ChatPanel)
+            chat.add_user("Why is the build red?")
+            await chat.assistant_delta("Let me **look** at the CI log.\n\n- step one\n- step two")
+            await chat.assistant_final("")
+            chat.add_notice("cancelled by the user", level="warning")
+            chat.add_error("Model provider error", "HTTP 500 from the server")
+
+    _Demo().run()

@@ -1,0 +1,127 @@
+"""Slash commands: parsing, help text, and the command-palette provider that offers them.
+
+The prompt and the palette share one table, so a command typed as ``/grants`` and one picked
+from Ctrl+P do the same thing by the same path (``AgentApp.run_slash``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+if TYPE_CHECKING:
+    from tui.ui.app import AgentApp
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    name: str
+    usage: str
+    help: str
+
+
+COMMANDS: tuple[SlashCommand, ...] = (
+    SlashCommand("help", "/help", "list the commands and keys"),
+    SlashCommand(
+        "approve",
+        "/approve 10m | off",
+        "auto-approve every request for a while (90s, 10m, 1h); off ends it",
+    ),
+    SlashCommand("mode", "/mode [read-only|ask|auto-edit|full-auto]", "show or set approvals"),
+    SlashCommand("model", "/model [NAME]", "show or switch the model for the next request"),
+    SlashCommand("clear", "/clear", "start a new session (the old one stays saved)"),
+    SlashCommand("sessions", "/sessions", "pick a saved session of this workspace to resume"),
+    SlashCommand("resume", "/resume ID", "resume a saved session by id"),
+    SlashCommand("grants", "/grants", "list what is allowed always, and revoke it"),
+    SlashCommand("pane", "/pane [PANE_ID]", "show the mirrored tmux pane, or pick another"),
+)
+BY_NAME = {command.name: command for command in COMMANDS}
+
+
+@dataclass(frozen=True)
+class ParsedCommand:
+    name: str
+    argument: str
+
+
+class UnknownCommand(ValueError):
+    """``/frob``: says which commands exist."""
+
+
+def parse_slash(text: str) -> ParsedCommand:
+    """``/approve 10m`` → ``ParsedCommand("approve", "10m")``.
+
+    Raises:
+        UnknownCommand: the name is not one of ``COMMANDS`` (the message lists them).
+    """
+    body = text.strip()[1:]
+    name, _, argument = body.partition(" ")
+    name = name.strip().lower()
+    if name not in BY_NAME:
+        known = ", ".join(f"/{c.name}" for c in COMMANDS)
+        raise UnknownCommand(f"no command /{name}; the commands are {known}")
+    return ParsedCommand(name, argument.strip())
+
+
+KEYS_HELP = (
+    ("enter", "send (while the agent works: steer it)"),
+    ("ctrl+j / alt+enter / shift+enter", "new line (ctrl+j works everywhere, tmux too)"),
+    ("up / down", "prompt history, at the first / last line"),
+    ("ctrl+r", "search the prompt history"),
+    ("esc", "cancel the running turn and its tools"),
+    ("ctrl+o", "expand or collapse the latest tool block (enter on a focused block)"),
+    ("ctrl+l", "full output of the latest tool block (o on a focused block)"),
+    ("ctrl+t", "take the mirrored pane's keyboard; ctrl+] gives it back"),
+    ("f4", "show or hide the pane mirror"),
+    ("alt+left / alt+right", "narrower / wider chat column"),
+    ("ctrl+g", "grants: what is allowed always"),
+    ("ctrl+p", "command palette (themes too)"),
+    ("ctrl+q", "quit"),
+)
+
+
+def help_markdown() -> str:
+    """The ``/help`` text, as Markdown for the chat."""
+    lines = ["**Commands**", ""]
+    lines += [f"- `{c.usage}` — {c.help}" for c in COMMANDS]
+    lines += ["- `!command` — run a shell command yourself, through the same approvals", ""]
+    lines += ["**Keys**", ""]
+    lines += [f"- `{key}` — {what}" for key, what in KEYS_HELP]
+    return "\n".join(lines)
+
+
+class SlashCommandProvider(Provider):
+    """Offers the slash commands (those that need no argument run at once) in Ctrl+P."""
+
+    def _entries(self) -> list[tuple[str, str, str]]:
+        entries = []
+        for command in COMMANDS:
+            if command.name == "resume":
+                continue
+            text = f"/{command.name}"
+            if command.name == "approve":
+                text = "/approve 10m"
+            entries.append((text, command.usage, command.help))
+        entries.append(("/approve off", "/approve off", "end auto-approve now"))
+        return entries
+
+    async def discover(self) -> Hits:
+        app: AgentApp = self.app  # type: ignore[assignment]
+        for text, _usage, help_text in self._entries():
+            yield DiscoveryHit(text, partial(app.run_slash, text), help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        app: AgentApp = self.app  # type: ignore[assignment]
+        matcher = self.matcher(query)
+        for text, usage, help_text in self._entries():
+            score = matcher.match(f"{text} {help_text}")
+            if score > 0:
+                yield Hit(
+                    score,
+                    matcher.highlight(text),
+                    partial(app.run_slash, text),
+                    help=f"{usage} — {help_text}",
+                )

@@ -1,0 +1,1 @@
+"""grants panel."""

@@ -1,0 +1,119 @@
+"""What is allowed always, and the key to take it back.
+
+"Don't ask again" is only safe when a person can see every standing grant and revoke any of
+them: this screen lists ``policy.grants.list()`` (session grants first, then saved ones with
+the workspace they apply to) and revokes the highlighted one with ``d``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Footer, Static
+
+from tui.locations import styles_dir
+from tui.security.grants import Grant, GrantStore
+
+Formatter = Callable[[float], str]
+
+
+def format_created(created: float) -> str:
+    if created <= 0:
+        return "-"
+    return dt.datetime.fromtimestamp(created).strftime("%Y-%m-%d %H:%M")
+
+
+class GrantsScreen(ModalScreen[int]):
+    """Returns how many grants were revoked."""
+
+    CSS_PATH = str(styles_dir() / "grants.tcss")
+    BINDINGS = [
+        Binding("d,delete", "revoke", "Revoke"),
+        Binding("escape,q", "close", "Close"),
+    ]
+
+    def __init__(self, grants: GrantStore, *, format_time: Formatter = format_created) -> None:
+        super().__init__()
+        self.grants = grants
+        self.format_time = format_time
+        self.revoked: list[str] = []
+        self._rows: list[Grant] = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="grants-box") as box:
+            box.border_title = "Grants — allowed without asking"
+            yield Static(
+                "Each grant is one tool and one command segment (exact) or a prefix you "
+                "edited. Session grants end with this session; saved ones live in your config "
+                "file, for the workspace shown.",
+                id="grants-help",
+            )
+            yield DataTable(id="grants-table", cursor_type="row", zebra_stripes=True)
+            yield Static("", id="grants-empty")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("rule", "scope", "workspace", "granted")
+        self.refill()
+        table.focus()
+
+    def refill(self) -> None:
+        table = self.query_one(DataTable)
+        table.clear()
+        self._rows = self.grants.list()
+        for grant in self._rows:
+            where = "every workspace" if grant.workspace == "*" else grant.workspace
+            table.add_row(str(grant.rule), grant.scope, where, self.format_time(grant.created))
+        empty = self.query_one("#grants-empty", Static)
+        empty.display = not self._rows
+        empty.update(
+            "Nothing is granted. Answer an approval with “a” (allow always) to add one."
+            if not self._rows
+            else ""
+        )
+
+    def action_revoke(self) -> None:
+        table = self.query_one(DataTable)
+        if not self._rows or table.cursor_row is None:
+            return
+        row = min(table.cursor_row, len(self._rows) - 1)
+        grant = self._rows[row]
+        rule = str(grant.rule)
+        if self.grants.revoke(rule):
+            self.revoked.append(rule)
+            self.notify(f"revoked {rule}", title="Grant revoked")
+        self.refill()
+        if self._rows:
+            table.move_cursor(row=min(row, len(self._rows) - 1))
+
+    @on(DataTable.RowSelected)
+    def _selected(self) -> None:
+        """Enter on a row does nothing destructive: revoking takes ``d``."""
+
+    def action_close(self) -> None:
+        self.dismiss(len(self.revoked))
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    from textual.app import App
+
+    from tui.security.rules import Rule
+
+    store = GrantStore(Path.cwd())
+    store.add(Rule.parse("run_shell(git status)"))
+    store.add(Rule.parse("run_shell(npm test:*)"))
+
+    class _Demo(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(GrantsScreen(store), lambda n: self.exit())
+
+    _Demo().run()

@@ -1,0 +1,140 @@
+"""The prompt: a multi-line TextArea where Enter sends and several keys insert a newline.
+
+Shift+Enter rarely reaches an app inside tmux (it arrives as plain Enter), so Ctrl+J (a bare
+line feed, which every terminal sends) and Alt+Enter work too, and so does a trailing
+backslash before Enter. Up/Down walk the history only at the first/last line, so editing a
+long prompt is never hijacked.
+"""
+
+from __future__ import annotations
+
+from textual import events
+from textual.binding import Binding
+from textual.widgets import TextArea
+
+from tui.ui.messages import PromptSubmitted
+from tui.ui.prompt.history import PromptHistory
+
+NEWLINE_KEYS = frozenset({"ctrl+j", "alt+enter", "shift+enter", "ctrl+enter"})
+
+
+def _teach_alt_enter() -> None:
+    """Make ESC + CR (what Alt+Enter sends without the kitty keyboard protocol, e.g. inside
+    tmux) arrive as ``alt+enter``; Textual 8 otherwise reports it as a plain ``enter``, which
+    would send the prompt. Its key table accepts anything with a ``value``."""
+    try:
+        from types import SimpleNamespace
+
+        from textual import _ansi_sequences
+
+        table = _ansi_sequences.ANSI_SEQUENCES_KEYS
+        if "\x1b\r" not in table:
+            table["\x1b\r"] = (SimpleNamespace(value="alt+enter"),)  # type: ignore[index]
+    except Exception:  # a Textual without this table: Ctrl+J still works
+        pass
+
+
+_teach_alt_enter()
+PLACEHOLDER = "Ask anything · /help · !cmd runs a command · ctrl+j new line"
+
+
+class PromptInput(TextArea):
+    """Multi-line prompt with history; posts ``PromptSubmitted`` on Enter."""
+
+    BINDINGS = [
+        Binding("ctrl+r", "search_history", "History", show=False),
+    ]
+
+    def __init__(
+        self,
+        history: PromptHistory | None = None,
+        *,
+        id: str | None = None,
+        cursor_blink: bool = True,
+    ) -> None:
+        super().__init__(
+            "",
+            id=id,
+            soft_wrap=True,
+            tab_behavior="focus",
+            show_line_numbers=False,
+            highlight_cursor_line=False,
+            placeholder=PLACEHOLDER,
+            compact=False,
+        )
+        self.prompt_history = history or PromptHistory()
+        self.cursor_blink = cursor_blink
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key in NEWLINE_KEYS:
+            event.stop()
+            event.prevent_default()
+            self.insert("\n")
+            return
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            row, column = self.cursor_location
+            line = self.document.get_line(row)
+            if column == len(line) and line.endswith("\\"):
+                # A trailing backslash continues the prompt on a new line, as in a shell.
+                self.replace("\n", (row, column - 1), (row, column))
+                return
+            self.submit()
+            return
+        await super()._on_key(event)
+
+    def submit(self) -> None:
+        text = self.text.strip("\n")
+        if not text.strip():
+            return
+        self.prompt_history.add(text)
+        self.clear()
+        self.post_message(PromptSubmitted(text))
+
+    def set_text(self, text: str) -> None:
+        """Replace the text and put the cursor at its end."""
+        self.load_text(text)
+        last = self.document.line_count - 1
+        self.move_cursor((last, len(self.document.get_line(last))))
+
+    def action_cursor_up(self, select: bool = False) -> None:
+        if not select and self.cursor_location[0] == 0:
+            entry = self.prompt_history.previous(self.text)
+            if entry is not None:
+                self.set_text(entry)
+                return
+        super().action_cursor_up(select)
+
+    def action_cursor_down(self, select: bool = False) -> None:
+        if not select and self.cursor_location[0] == self.document.line_count - 1:
+            entry = self.prompt_history.next()
+            if entry is not None:
+                self.set_text(entry)
+                return
+        super().action_cursor_down(select)
+
+    def action_search_history(self) -> None:
+        from tui.ui.prompt.search import HistorySearchScreen
+
+        def chosen(entry: str | None) -> None:
+            if entry is not None:
+                self.set_text(entry)
+            self.focus()
+
+        self.app.push_screen(HistorySearchScreen(self.prompt_history, self.text), chosen)
+
+
+if __name__ == "__main__":
+    from textual.app import App, ComposeResult
+    from textual.widgets import Log
+
+    class _Demo(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Log()
+            yield PromptInput()
+
+        def on_prompt_submitted(self, message: PromptSubmitted) -> None:
+            self.query_one(Log).write_line(repr(message.text))
+
+    _Demo().run()

@@ -1,0 +1,123 @@
+"""One line at the bottom: provider and model, backend, approvals, spend, what runs, the clock
+of an auto-approve window. Updated only when a value changes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from rich.text import Text
+from textual.widgets import Static
+
+
+@dataclass
+class StatusInfo:
+    provider: str = ""
+    model: str = ""
+    actor: str = "local"
+    mode: str = "ask"
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    running_tools: int = 0
+    working: bool = False
+    auto_approve: str = ""
+    """Remaining time of an auto-approve window, empty when none."""
+    holding_pane: bool = False
+    dropped: int = 0
+    """Output chunks the bus dropped because the UI fell behind."""
+
+
+def _tokens(count: int) -> str:
+    if count >= 1_000_000:
+        return f"{count / 1_000_000:.1f}M"
+    if count >= 1000:
+        return f"{count / 1000:.1f}k"
+    return str(count)
+
+
+def render_status(info: StatusInfo) -> Text:
+    sep = ("  │  ", "dim")
+    text = Text(no_wrap=True, overflow="ellipsis")
+    if info.holding_pane:
+        text.append(" YOU HAVE THE PANE'S KEYBOARD · ctrl+] gives it back ", "bold reverse")
+        text.append("  ")
+    if info.working:
+        text.append(" ● working ", "bold reverse")
+    else:
+        text.append(" ○ idle ", "dim")
+    text.append("  ")
+    if info.provider:
+        text.append(info.provider, "bold")
+        text.append(f" · {info.model}")
+    else:
+        text.append("no model", "bold")
+    text.append(*sep)
+    text.append(info.actor)
+    text.append(*sep)
+    text.append("mode ")
+    text.append(info.mode, "bold")
+    text.append(*sep)
+    text.append(f"{_tokens(info.input_tokens)} in · {_tokens(info.output_tokens)} out")
+    if info.cost_usd is not None:
+        text.append(f" · ${info.cost_usd:.2f}")
+    if info.running_tools:
+        text.append(*sep)
+        text.append(f"⚙ {info.running_tools} running", "bold")
+    if info.auto_approve:
+        text.append(*sep)
+        text.append(f" auto-approve {info.auto_approve} ", "bold reverse")
+    if info.dropped:
+        text.append(*sep)
+        text.append(f"{info.dropped} chunks dropped (UI behind)", "italic")
+    return text
+
+
+class StatusBar(Static):
+    """Holds a ``StatusInfo``; ``set(**changes)`` repaints only when something changed."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self.info = StatusInfo()
+
+    def set(self, **changes: object) -> None:
+        names = {f.name for f in fields(StatusInfo)}
+        changed = False
+        for name, value in changes.items():
+            if name not in names:
+                raise AttributeError(name)
+            if getattr(self.info, name) != value:
+                setattr(self.info, name, value)
+                changed = True
+        if changed:
+            self.update(render_status(self.info), layout=False)  # always one line
+            self.set_class(self.info.auto_approve != "", "-auto")
+            self.set_class(self.info.holding_pane, "-holding")
+            self.set_class(self.info.working, "-working")
+
+    def on_mount(self) -> None:
+        self.update(render_status(self.info))
+
+    @property
+    def plain(self) -> str:
+        return render_status(self.info).plain
+
+
+if __name__ == "__main__":
+    from textual.app import App, ComposeResult
+
+    class _Demo(App[None]):
+        def compose(self) -> ComposeResult:
+            yield StatusBar()
+
+        def on_mount(self) -> None:
+            self.query_one(StatusBar).set(
+                provider="openai",
+                model="gpt-4.1",
+                working=True,
+                running_tools=2,
+                input_tokens=12345,
+                output_tokens=678,
+                auto_approve="9:41",
+            )
+
+    _Demo().run()

@@ -1,0 +1,442 @@
+"""One tool call as a block: tool, full command or arguments, actor, risk, live output, verdict.
+
+The block's border carries the header (what ran, where, how risky) and the footer (exit code,
+duration); inside are the whole command — wrapped, never clipped — and a line-API tail of the
+output. Collapsed shows the last few lines, expanded shows every line kept (at most the
+``OutputBuffer`` cap, which the block states), and ``o`` opens the whole stream in a pager.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.reactive import var
+from textual.strip import Strip
+from textual.widget import Widget
+
+from tui.ui.messages import ToolBlockAction
+from tui.ui.tools.output import MAX_BYTES, MAX_LINES, OutputBuffer, human_bytes
+
+Status = Literal["requested", "waiting", "running", "ok", "error", "denied", "cancelled"]
+COLLAPSED_LINES = 5
+CROPPED_MARK = "\u203a"
+"""Drawn at the right edge of an output line too wide for the block."""
+COLLAPSED_COMMAND_LINES = 6
+ARGUMENT_PREVIEW_CHARS = 400
+
+ICONS: dict[str, str] = {
+    "requested": "◌",
+    "waiting": "?",
+    "running": "▶",
+    "ok": "✓",
+    "error": "✗",
+    "denied": "⊘",
+    "cancelled": "■",
+}
+RISK_STYLE = {"low": "$success", "medium": "$warning", "high": "bold $error"}
+
+
+@dataclass
+class ToolCallState:
+    """Everything the UI knows about one call; tests assert on this, not on pixels."""
+
+    call_id: str
+    tool_name: str
+    loop_id: str = "main"
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+    command: str | None = None
+    actor: str | None = None
+    risk: str | None = None
+    claimed_risk: str | None = None
+    status: Status = "requested"
+    started_ms: int | None = None
+    duration_ms: float | None = None
+    exit_code: int | None = None
+    error_type: str | None = None
+    summary: str = ""
+    truncated_chars: int = 0
+    full_output_path: str | None = None
+    child_loop_id: str | None = None
+    decision: str | None = None
+    decision_message: str | None = None
+    output: OutputBuffer = field(default_factory=OutputBuffer)
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("ok", "error", "denied", "cancelled")
+
+    @property
+    def by_user(self) -> bool:
+        return self.call_id.startswith("user-")
+
+    def output_text(self) -> str:
+        return self.output.text()
+
+
+def format_duration(ms: float) -> str:
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s"
+
+
+def describe_arguments(arguments: dict[str, Any] | str, *, full: bool) -> str:
+    """Arguments for a non-shell tool: ``key: value`` lines, long values cut unless ``full``."""
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return arguments if full else arguments[:ARGUMENT_PREVIEW_CHARS]
+        if not isinstance(parsed, dict):
+            return arguments
+        arguments = parsed
+    lines = []
+    for key, value in arguments.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        if not full and len(text) > ARGUMENT_PREVIEW_CHARS:
+            text = text[:ARGUMENT_PREVIEW_CHARS] + f" … (+{len(text) - ARGUMENT_PREVIEW_CHARS})"
+        lines.append(f"{key}: {text}")
+    return "\n".join(lines) or "(no arguments)"
+
+
+class ToolBlock(Widget, can_focus=True):
+    """One call, drawn with the line API: ``enter``/``space`` expands, ``o`` opens the output.
+
+    One widget per call, not one per part: a session with hundreds of calls relayouts hundreds
+    of widgets, not thousands. The content — the command (wrapped), the output tail, a stats
+    line and notes — is built into strips once per change and cached; output lines keep their
+    own strip cache, so a flood re-renders only the lines that are new. A change that keeps
+    the block's height repaints it without relayouting the screen.
+    """
+
+    BINDINGS = [
+        Binding("enter,space", "toggle", "Expand", show=False),
+        Binding("o", "pager", "Full output", show=False),
+    ]
+    COMPONENT_CLASSES = {
+        "tool-block--command",
+        "tool-block--stderr",
+        "tool-block--info",
+        "tool-block--muted",
+        "tool-block--note",
+        "tool-block--warn",
+    }
+
+    expanded: var[bool] = var(False, toggle_class="-expanded")
+
+    def __init__(
+        self, state: ToolCallState, *, clock_ms: Callable[[], float] | None = None
+    ) -> None:
+        classes = "-child" if state.loop_id != "main" else ""
+        if state.by_user:
+            classes += " -user"
+        super().__init__(classes=classes.strip())
+        self.state = state
+        self.clock_ms = clock_ms
+        self._shown_status: str | None = None
+        self._version = 0
+        self._built: tuple[tuple[int, int], list[Strip]] | None = None
+        self._height = -1
+        self._command_cache: tuple[tuple[str, int, bool], list[Strip]] | None = None
+        self._output_strips: LRUCache[tuple[str, str, int], Strip] = LRUCache(512)
+        self._components: dict[str, Style] = {}
+        self._base = Style()
+
+    @property
+    def limit(self) -> int:
+        """How many output lines show: a few collapsed, everything kept when expanded."""
+        return MAX_LINES if self.expanded else COLLAPSED_LINES
+
+    def on_mount(self) -> None:
+        self.sync(self.clock_ms() if self.clock_ms else None)
+
+    # -- state to pixels -------------------------------------------------------------------
+
+    def sync(self, now_ms: float | None = None) -> None:
+        """Bring every part of the block up to date with ``state``."""
+        state = self.state
+        if self._shown_status != state.status:
+            if self._shown_status is not None:
+                self.remove_class(f"-{self._shown_status}")
+            self.add_class(f"-{state.status}")
+            self._shown_status = state.status
+        self.border_title = self._title()
+        self.border_subtitle = self._subtitle(now_ms)
+        self._changed()
+
+    def sync_output(self) -> None:
+        """A frame that only brought output."""
+        self._changed()
+
+    def _changed(self) -> None:
+        self._version += 1
+        if not self.is_mounted:
+            return
+        width = self.size.width
+        height = len(self._build(width)) if width > 0 else -1
+        if height != self._height:
+            self._height = height
+            self.refresh(layout=True)
+        else:
+            self.refresh()
+
+    def tick(self, now_ms: float) -> None:
+        """Once a second while running: the elapsed time in the footer."""
+        self.border_subtitle = self._subtitle(now_ms)
+
+    # -- the line API ----------------------------------------------------------------------
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        height = len(self._build(width))
+        self._height = height
+        return height
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        lines = self._build(width)
+        if 0 <= y < len(lines):
+            return lines[y]
+        return Strip.blank(width, self.rich_style)
+
+    def _build(self, width: int) -> list[Strip]:
+        key = (width, self._version)
+        if self._built is not None and self._built[0] == key:
+            return self._built[1]
+        # Styles are looked up once per build: each lookup walks the DOM.
+        self._base = self.rich_style
+        lines: list[Strip] = []
+        if width > 0:
+            lines += self._command_strips(width)
+            lines += self._output_lines(width)
+            lines += self._wrapped(self._stats_text(), width, no_wrap=True)
+            note = self._note_text()
+            if note.plain:
+                lines += self._wrapped(note, width)
+        self._built = (key, lines)
+        return lines
+
+    def _wrapped(self, text: Text, width: int, *, no_wrap: bool = False) -> list[Strip]:
+        base = self._base
+        text.stylize_before(base)
+        console = self.app.console
+        if no_wrap:
+            text.truncate(width, overflow="ellipsis")
+            pieces = [text]
+        else:
+            pieces = list(text.wrap(console, width))
+        strips = []
+        for piece in pieces:
+            strip = Strip(list(piece.render(console)), piece.cell_len)
+            strips.append(strip.crop_extend(0, width, base))
+        return strips
+
+    def _component(self, name: str) -> Style:
+        style = self._components.get(name)
+        if style is None:
+            style = self._components[name] = self.get_component_rich_style(name)
+        return style
+
+    def notify_style_update(self) -> None:
+        # A state class changed (running → ok): colours may differ, rebuild everything.
+        super().notify_style_update()
+        self._components = {}
+        self._output_strips.clear()
+        self._command_cache = None
+        self._built = None
+
+    def _command_strips(self, width: int) -> list[Strip]:
+        text = self._command_text()
+        key = (text.plain, width, self.expanded)
+        if self._command_cache is not None and self._command_cache[0] == key:
+            return self._command_cache[1]
+        text.stylize_before(self._component("tool-block--command"))
+        strips = self._wrapped(text, width)
+        self._command_cache = (key, strips)
+        return strips
+
+    def _output_lines(self, width: int) -> list[Strip]:
+        strips = []
+        for stream, line in self.state.output.tail(self.limit):
+            key = (stream, line, width)
+            strip = self._output_strips.get(key)
+            if strip is None:
+                strip = self._output_strip(stream, line, width)
+                self._output_strips[key] = strip
+            strips.append(strip)
+        return strips
+
+    def _output_strip(self, stream: str, line: str, width: int) -> Strip:
+        base = self._base
+        muted = self._component("tool-block--muted")
+        if "\x1b" in line:
+            text = Text.from_ansi(line, no_wrap=True)
+        else:
+            text = Text(line.expandtabs(8), no_wrap=True)
+        if stream != "stdout":
+            text.stylize(self._component(f"tool-block--{stream}"))
+        text.stylize_before(base + muted)
+        segments = list(text.render(self.app.console))
+        length = cell_len(text.plain)
+        if length > width:
+            strip = Strip(segments, length).crop(0, max(0, width - 1))
+            return Strip([*strip, Segment(CROPPED_MARK, base + Style(dim=True))], width)
+        return Strip(segments, length).extend_cell_length(width, base)
+
+    def _title(self) -> str:
+        state = self.state
+        parts = [f"{ICONS[state.status]} [b]{_escape(state.tool_name)}[/b]"]
+        if state.loop_id != "main":
+            parts.insert(0, f"↳ {_escape(state.loop_id.rsplit('.', 1)[-1])}")
+        if state.by_user:
+            parts.insert(0, "you")
+        if state.risk:
+            style = RISK_STYLE.get(state.risk, "")
+            badge = f"[{style}]risk {state.risk}[/]" if style else f"risk {state.risk}"
+            parts.append(badge)
+        if state.actor:
+            parts.append(_escape(state.actor))  # last: a narrow panel crops the actor first
+        return " · ".join(parts)
+
+    def _subtitle(self, now_ms: float | None) -> str:
+        state = self.state
+        if state.status == "waiting":
+            return "[b $warning]waiting for your approval[/]"
+        if state.status == "requested":
+            return "queued"
+        if state.status == "running":
+            if now_ms is not None and state.started_ms is not None:
+                return f"running {format_duration(max(0.0, now_ms - state.started_ms))}"
+            return "running"
+        bits = []
+        if state.status == "denied":
+            bits.append("[$error]denied[/]")
+        elif state.status == "cancelled":
+            bits.append("[$warning]cancelled[/]")
+        elif state.exit_code is not None:
+            style = "$success" if state.exit_code == 0 else "$error"
+            bits.append(f"[{style}]exit {state.exit_code}[/]")
+        elif state.status == "error":
+            bits.append(f"[$error]{_escape(state.error_type or 'error')}[/]")
+        if state.duration_ms is not None:
+            bits.append(format_duration(state.duration_ms))
+        return " · ".join(bits)
+
+    def _command_text(self) -> Text:
+        state = self.state
+        if state.command is not None:
+            body = state.command
+            prefix = "$ "
+        else:
+            body = describe_arguments(state.arguments, full=self.expanded)
+            prefix = ""
+        lines = body.split("\n")
+        text = Text(prefix, style="bold")
+        if not self.expanded and len(lines) > COLLAPSED_COMMAND_LINES:
+            shown = "\n".join(lines[:COLLAPSED_COMMAND_LINES])
+            text.append(shown)
+            text.append(
+                f"\n… {len(lines) - COLLAPSED_COMMAND_LINES} more lines of the command "
+                "(enter expands)",
+                style="italic dim",
+            )
+        else:
+            text.append(body)
+        return text
+
+    def _hidden_lines(self) -> int:
+        return max(0, self.state.output.line_count() - self.limit)
+
+    def _stats_text(self) -> Text:
+        state = self.state
+        out = state.output
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if state.status in ("requested", "waiting"):
+            text.append("not started", "dim")
+            return text
+        if not out.total_bytes:
+            text.append("no output yet" if state.status == "running" else "no output", "dim")
+            return text
+        so_far = " so far" if state.status == "running" else ""
+        lines = out.total_lines + (1 if out.partial else 0)
+        text.append(f"{lines:,} line{'s' if lines != 1 else ''} · {human_bytes(out.total_bytes)}")
+        text.append(so_far)
+        if out.truncated:
+            text.append(
+                f" · kept the last {out.line_count():,} (cap {MAX_LINES:,} lines / "
+                f"{human_bytes(MAX_BYTES)} per block)",
+                "bold",
+            )
+        hidden = self._hidden_lines()
+        if hidden and not self.expanded:
+            text.append(" · enter more")
+        if hidden or out.truncated:
+            text.append(" · o all")
+        text.stylize("dim")
+        return text
+
+    def _note_text(self) -> Text:
+        state = self.state
+        note = Text()
+
+        def line(content: str, style: str = "") -> None:
+            if note.plain:
+                note.append("\n")
+            note.append(content, style=style)
+
+        if state.claimed_risk and state.risk and state.claimed_risk != state.risk:
+            line(f"the model said risk {state.claimed_risk}; computed: {state.risk}", "dim")
+        if state.decision in ("deny", "deny_with_message"):
+            said = f": {state.decision_message}" if state.decision_message else ""
+            line(f"denied by you{said}", "bold")
+        if state.status in ("error", "cancelled") and state.summary and state.exit_code is None:
+            line(state.summary, "italic")
+        if state.truncated_chars:
+            where = f"; in full: {state.full_output_path}" if state.full_output_path else ""
+            line(f"the model saw a cut ({state.truncated_chars:,} chars left out){where}", "dim")
+        if state.child_loop_id:
+            line(f"sub-agent {state.child_loop_id.rsplit('.', 1)[-1]} ran this call's work", "dim")
+        return note
+
+    # -- keys ------------------------------------------------------------------------------
+
+    def watch_expanded(self, expanded: bool) -> None:
+        if self.is_mounted:
+            self.sync(self.clock_ms() if self.clock_ms else None)
+
+    def action_toggle(self) -> None:
+        self.expanded = not self.expanded
+
+    def action_pager(self) -> None:
+        self.post_message(ToolBlockAction(self.state.call_id, "pager"))
+
+    # -- the full output -------------------------------------------------------------------
+
+    def output_source(self) -> tuple[str, Path | None, str]:
+        """Where the whole output is: ``(text, path, description)``; text when kept whole."""
+        out = self.state.output
+        if not out.truncated:
+            return out.text(), None, "the whole output (kept in memory)"
+        if out.spilling and out.spill_path is not None:
+            return "", out.spill_path, f"the whole stream as the UI received it ({out.spill_path})"
+        if self.state.full_output_path:
+            path = Path(self.state.full_output_path)
+            return "", path, f"the full output saved by the tool ({path})"
+        return out.text(), None, "only the kept tail (the rest was not saved)"
+
+
+def _escape(text: str) -> str:
+    return text.replace("[", r"\[")
