@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.chunks import Recorder, wait_for
 from tests.conftest import make_harness
 from tests.container_image import (
     ENGINE,
@@ -32,7 +33,7 @@ from tests.container_image import (
     remove_container,
     start_container,
 )
-from tui.exec.backend import BackendError, StreamName
+from tui.exec.backend import BackendError
 from tui.exec.container import ContainerBackend, ContainerProcess, detect_engine
 
 pytestmark = pytest.mark.skipif(
@@ -41,31 +42,6 @@ pytestmark = pytest.mark.skipif(
 
 DEADLINE = 20.0
 """Generous bound for anything that should happen 'soon' on a loaded CI machine."""
-
-
-class Recorder:
-    """A chunk sink that remembers everything and can signal when a marker shows up."""
-
-    def __init__(self) -> None:
-        self.chunks: list[tuple[StreamName, str]] = []
-        self._markers: dict[str, asyncio.Event] = {}
-
-    def __call__(self, stream: StreamName, text: str) -> None:
-        self.chunks.append((stream, text))
-        seen = self.text("stdout")
-        for marker, event in self._markers.items():
-            if marker in seen:
-                event.set()
-
-    def marker(self, marker: str) -> asyncio.Event:
-        return self._markers.setdefault(marker, asyncio.Event())
-
-    def text(self, stream: StreamName) -> str:
-        return "".join(text for name, text in self.chunks if name == stream)
-
-
-async def wait_for(event: asyncio.Event) -> None:
-    await asyncio.wait_for(event.wait(), DEADLINE)
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import tui.exec.local as local_module
+from tests.chunks import Recorder, wait_for
 from tui.exec.backend import BackendError, ExecResult, StreamName
 from tui.exec.local import LocalBackend
 
@@ -26,31 +27,6 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
 
 DEADLINE = 10.0
 """Generous upper bound for anything that should happen 'soon' on a loaded CI machine."""
-
-
-class Recorder:
-    """A chunk sink that remembers everything and can signal when a marker shows up."""
-
-    def __init__(self) -> None:
-        self.chunks: list[tuple[StreamName, str]] = []
-        self._markers: dict[str, asyncio.Event] = {}
-
-    def __call__(self, stream: StreamName, text: str) -> None:
-        self.chunks.append((stream, text))
-        seen = self.text("stdout")
-        for marker, event in self._markers.items():
-            if marker in seen:
-                event.set()
-
-    def marker(self, marker: str) -> asyncio.Event:
-        """An event set as soon as ``marker`` has appeared on stdout."""
-        return self._markers.setdefault(marker, asyncio.Event())
-
-    def text(self, stream: StreamName) -> str:
-        return "".join(text for name, text in self.chunks if name == stream)
-
-    def first_line(self) -> str:
-        return self.text("stdout").split("\n", 1)[0]
 
 
 def group_members(pgid: int) -> list[int]:
@@ -77,10 +53,6 @@ async def assert_group_gone(pgid: int) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"orphans survived in process group {pgid}: {members}")
         await asyncio.sleep(0.02)
-
-
-async def wait_for(event: asyncio.Event) -> None:
-    await asyncio.wait_for(event.wait(), DEADLINE)
 
 
 @pytest.fixture

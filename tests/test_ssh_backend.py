@@ -20,14 +20,13 @@ from pathlib import Path
 import asyncssh
 import pytest
 
+from tests.chunks import Recorder, wait_for
 from tests.conftest import make_harness
 from tests.ssh_support import (
     DEADLINE,
-    Recorder,
     assert_remote_dead,
     read_pids,
     remote_alive,
-    wait_for,
 )
 from tests.sshd import SshdUnavailable, SshServer
 from tui.events import ToolCallStarted, ToolOutputChunk

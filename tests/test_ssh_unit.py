@@ -19,14 +19,13 @@ from pathlib import Path
 import asyncssh
 import pytest
 
+from tests.chunks import Recorder, wait_for
 from tests.ssh_support import (
     DEADLINE,
     InProcessServer,
-    Recorder,
     assert_remote_dead,
     read_pids,
     remote_alive,
-    wait_for,
 )
 from tui.config import SshSettings
 from tui.exec.backend import BackendError
