@@ -644,3 +644,16 @@ def test_empty_command() -> None:
     assert result.segments == ()
     assert result.risk == "low"
     assert result.parse_error is None
+
+
+def test_the_parser_only_ever_sees_ascii() -> None:
+    """tree-sitter-bash feeds the current character to ``isalpha``, which reads out of bounds
+    for code points above 255 (a segfault under fuzzing): non-ASCII must never reach it, and
+    segment texts must still be exact slices of the original command."""
+    from tui.security.risk import _Source
+
+    command = "echo 'héllo \U0007da26' && rm -rf \ud800dir"
+    assert _Source(command).data.isascii()
+    result = _risk_of(command)
+    assert [s.text for s in result.segments] == ["echo 'héllo \U0007da26'", "rm -rf \ud800dir"]
+    assert result.risk == "high"

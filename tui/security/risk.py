@@ -24,10 +24,8 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from itertools import accumulate
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -141,46 +139,32 @@ def _parser() -> Parser:
 class _Source:
     """The command as bytes for tree-sitter, mapped back to exact ``str`` slices.
 
-    tree-sitter speaks byte offsets; segment texts must be exact substrings of the original
-    ``str``, including for lone surrogates and other non-ASCII text.
+    Every non-ASCII character reaches the parser as ``x``. tree-sitter-bash's scanner passes
+    the current character to ``isalpha``/``isdigit``, which index a 256-entry table: a code
+    point above 255 reads out of bounds and crashed the process under fuzzing. ``x`` is what
+    bash makes of such characters anyway (word characters: bash splits words only on
+    space, tab and newline), and with one byte per character the parser's byte offsets are
+    the ``str`` indices, so segment texts are still exact substrings of the original.
     """
 
     def __init__(self, text: str) -> None:
         self.text = text
-        # A lone surrogate and U+FFFD are both three bytes in UTF-8: swapping them gives the
-        # parser valid text without moving any offset, and slices still come from ``text``.
-        self.data = _SURROGATE.sub("\ufffd", text).encode("utf-8")
-        self._starts: list[int] | None = None
-        if not text.isascii():
-            sizes = (_utf8_size(ord(ch)) for ch in text)
-            self._starts = [0, *accumulate(sizes)][:-1]
+        self.data = (text if text.isascii() else _NON_ASCII.sub("x", text)).encode("ascii")
 
     def slice(self, start: int, end: int) -> str:
-        if self._starts is None:
-            return self.text[start:end]
-        first = max(bisect_right(self._starts, start) - 1, 0)
-        last = len(self.text) if end >= len(self.data) else bisect_left(self._starts, end)
-        return self.text[first:last]
+        return self.text[start:end]
 
     def of(self, node: Node) -> str:
         return self.slice(node.start_byte, node.end_byte)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_NON_ASCII = re.compile("[^\x00-\x7f]")
 
 
 def _short(text: str, limit: int = 60) -> str:
     """Source text quoted in a reason, cut so that one reason stays one line."""
     text = text.replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _utf8_size(code: int) -> int:
-    if code < 0x80:
-        return 1
-    if code < 0x800:
-        return 2
-    return 3 if code < 0x10000 else 4
 
 
 # -- words -----------------------------------------------------------------------------------
