@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING, Any
 from tui.tools.base import Tool
 from tui.tools.clock import TimeTool
 from tui.tools.files import file_tools
+from tui.tools.memory import memory_tools
 from tui.tools.search import search_tools
 from tui.tools.shell import RunShellTool
+from tui.tools.sleep import sleep_tools
 
 if TYPE_CHECKING:
     from tui.exec.backend import ExecutionBackend
@@ -16,7 +18,14 @@ if TYPE_CHECKING:
 
 def builtin_tools(backend: ExecutionBackend | None = None) -> list[Tool[Any]]:
     """The tools for ``backend``: the tmux tools only where the backend has panes."""
-    tools: list[Tool[Any]] = [RunShellTool(), *file_tools(), *search_tools(), TimeTool()]
+    tools: list[Tool[Any]] = [
+        RunShellTool(),
+        *file_tools(),
+        *search_tools(),
+        TimeTool(),
+        *memory_tools(),
+        *sleep_tools(),
+    ]
     if backend is not None and backend.SUPPORTS_TMUX:
         from tui.tools.tmux import tmux_tools
 

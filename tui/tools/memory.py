@@ -1,0 +1,310 @@
+"""``memory_store``, ``memory_recall``, ``memory_forget``: notes that outlive a session.
+
+The notes live in a SQLite database in agent-tui's data folder, with an FTS5 index kept in
+sync by triggers (so a write and its index update are one transaction). WAL mode and a busy
+timeout let several agent-tui processes write at once; every call opens its own connection
+inside a worker thread, so the event loop never waits on the disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from tui.locations import data_dir
+from tui.security.permissions import PermissionMode
+from tui.tools.base import Tool, ToolAccess, ToolParams
+from tui.tools.context import ToolContext
+from tui.tools.errors import ExecutionFailed, InvalidArguments, NotFound
+from tui.tools.result import ToolResult
+
+Category = Literal["core", "daily", "conversation"]
+
+RECALL_CONTENT_LIMIT = 500
+BUSY_TIMEOUT_MS = 30_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS memories (
+    key TEXT PRIMARY KEY,
+    content TEXT NOT NULL,
+    category TEXT NOT NULL,
+    created TEXT NOT NULL,
+    updated TEXT NOT NULL
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    key, content, content='memories', content_rowid='rowid'
+);
+CREATE TRIGGER IF NOT EXISTS memories_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts(rowid, key, content) VALUES (new.rowid, new.key, new.content);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, key, content)
+        VALUES ('delete', old.rowid, old.key, old.content);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_au AFTER UPDATE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, key, content)
+        VALUES ('delete', old.rowid, old.key, old.content);
+    INSERT INTO memories_fts(rowid, key, content) VALUES (new.rowid, new.key, new.content);
+END;
+"""
+
+
+def memory_db_path() -> Path:
+    return data_dir() / "memory.sqlite3"
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """A fresh autocommit connection with WAL, a busy timeout and the schema in place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in _split_schema():
+                        conn.execute(statement)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _split_schema() -> list[str]:
+    """The schema as single statements (``executescript`` would commit our transaction)."""
+    statements: list[str] = []
+    buffer = ""
+    for line in _SCHEMA.strip().splitlines():
+        buffer += line + "\n"
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    return statements
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def store_memory(path: Path, key: str, content: str, category: str = "core") -> bool:
+    """Insert or replace the note ``key``; True when it replaced an existing one."""
+    conn = _connect(path)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            existed = (
+                conn.execute("SELECT 1 FROM memories WHERE key = ?", (key,)).fetchone() is not None
+            )
+            now = _now()
+            conn.execute(
+                "INSERT INTO memories (key, content, category, created, updated)"
+                " VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT(key) DO UPDATE SET content = excluded.content,"
+                " category = excluded.category, updated = excluded.updated",
+                (key, content, category, now, now),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return existed
+    finally:
+        conn.close()
+
+
+def fts_query(text: str) -> str | None:
+    """``text`` as an FTS5 query: every term quoted (so ``*``, ``"``, ``(`` are literal), OR-ed.
+
+    None when no term has a letter or digit to search for.
+    """
+    terms = [term for term in text.split() if any(ch.isalnum() for ch in term)]
+    if not terms:
+        return None
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
+def recall_memories(
+    path: Path, query: str, limit: int = 5, category: str | None = None
+) -> list[tuple[str, str, str, str]]:
+    """(key, category, updated, content) of the best matches, most relevant first."""
+    match = fts_query(query)
+    if match is None:
+        return []
+    sql = (
+        "SELECT m.key, m.category, m.updated, m.content FROM memories_fts"
+        " JOIN memories AS m ON m.rowid = memories_fts.rowid"
+        " WHERE memories_fts MATCH ?"
+    )
+    args: list[Any] = [match]
+    if category is not None:
+        sql += " AND m.category = ?"
+        args.append(category)
+    sql += " ORDER BY bm25(memories_fts, 2.0, 1.0), m.updated DESC LIMIT ?"
+    args.append(limit)
+    conn = _connect(path)
+    try:
+        return [tuple(row) for row in conn.execute(sql, args).fetchall()]
+    finally:
+        conn.close()
+
+
+def forget_memory(path: Path, key: str) -> bool:
+    """Delete the note ``key``; False when there was none."""
+    conn = _connect(path)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            deleted = conn.execute("DELETE FROM memories WHERE key = ?", (key,)).rowcount
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return deleted > 0
+    finally:
+        conn.close()
+
+
+class _MemoryTool:
+    """Shared plumbing: the database path and the own-database access declaration."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self._path = path
+
+    @property
+    def path(self) -> Path:
+        return self._path if self._path is not None else memory_db_path()
+
+    def access(self, params: Any) -> ToolAccess:
+        # Only agent-tui's own database is written: nothing in the workspace or the system.
+        return ToolAccess(permission=PermissionMode.READ_ONLY, acting=False)
+
+    async def _run(self, func: Any, *args: Any) -> Any:
+        try:
+            return await asyncio.to_thread(func, self.path, *args)
+        except sqlite3.Error as exc:
+            raise ExecutionFailed(f"memory database error: {exc}") from None
+        except OSError as exc:
+            raise ExecutionFailed(f"cannot open the memory database: {exc}") from None
+
+
+class MemoryStoreParams(ToolParams):
+    key: str = Field(
+        min_length=1,
+        max_length=200,
+        description="A short unique name for the note; storing an existing key replaces it.",
+    )
+    content: str = Field(min_length=1, description="The text to remember.")
+    category: Category = Field(
+        default="core",
+        description="core: lasting facts and preferences; daily: today's notes; "
+        "conversation: context from this conversation.",
+    )
+
+
+class MemoryStoreTool(_MemoryTool, Tool[MemoryStoreParams]):
+    name = "memory_store"
+    label = "Remember"
+    Params = MemoryStoreParams
+    permission = PermissionMode.READ_ONLY
+    description = """Save a note to long-term memory, kept across sessions and restarts.
+
+When to use: a fact worth knowing next time (the user's preferences, project conventions, a
+decision and its reason, where something lives); to update a note, store it again by key.
+When NOT to use: for files of the project (use write_file); for scratch work needed only in
+this turn; never for secrets such as passwords or tokens.
+Disambiguation: writes agent-tui's own memory database, not the workspace; read it back with
+memory_recall, delete with memory_forget.
+Examples: {"key": "test-command", "content": "Run tests with `make test`, not pytest"};
+{"key": "standup-2026-01-05", "content": "Fixed the login bug", "category": "daily"}"""
+
+    async def execute(self, params: MemoryStoreParams, ctx: ToolContext) -> ToolResult:
+        replaced = await self._run(store_memory, params.key, params.content, params.category)
+        verb = "Updated" if replaced else "Stored"
+        return ToolResult(
+            f"{verb} memory {params.key!r} ({params.category}).",
+            {"key": params.key, "category": params.category, "replaced": replaced},
+        )
+
+
+class MemoryRecallParams(ToolParams):
+    query: str = Field(min_length=1, description="Words to search the notes' keys and text for.")
+    limit: int = Field(default=5, ge=1, le=50, description="Most notes to return (1-50).")
+    category: Category | None = Field(
+        default=None, description="Only notes of this category; default: all."
+    )
+
+
+class MemoryRecallTool(_MemoryTool, Tool[MemoryRecallParams]):
+    name = "memory_recall"
+    label = "Recall"
+    Params = MemoryRecallParams
+    permission = PermissionMode.READ_ONLY
+    description = """Search long-term memory; the best matches come first.
+
+When to use: at the start of a task, to find what earlier sessions learned (preferences,
+conventions, past decisions); before asking the user something they may have said before.
+When NOT to use: to search project files (use grep or find_files); to list the workspace.
+Disambiguation: full-text search over notes saved with memory_store; any word may match and
+the most relevant notes rank first. Each note's text is cut at 500 characters.
+Examples: {"query": "test command"}; {"query": "login bug", "category": "daily", "limit": 10}"""
+
+    async def execute(self, params: MemoryRecallParams, ctx: ToolContext) -> ToolResult:
+        if fts_query(params.query) is None:
+            raise InvalidArguments("query: give at least one word with a letter or digit")
+        rows = await self._run(recall_memories, params.query, params.limit, params.category)
+        if not rows:
+            return ToolResult(f"No memories match {params.query!r}.", {"count": 0})
+        blocks = []
+        for key, category, updated, content in rows:
+            text = content
+            if len(text) > RECALL_CONTENT_LIMIT:
+                text = text[:RECALL_CONTENT_LIMIT] + f"… [{len(content)} chars in all]"
+            blocks.append(f"## {key} ({category}, updated {updated})\n{text}")
+        return ToolResult("\n\n".join(blocks), {"count": len(rows), "keys": [r[0] for r in rows]})
+
+
+class MemoryForgetParams(ToolParams):
+    key: str = Field(min_length=1, description="The key of the note to delete.")
+
+
+class MemoryForgetTool(_MemoryTool, Tool[MemoryForgetParams]):
+    name = "memory_forget"
+    label = "Forget"
+    Params = MemoryForgetParams
+    permission = PermissionMode.READ_ONLY
+    description = """Delete one note from long-term memory by its key.
+
+When to use: a note is wrong, outdated, or the user asks you to forget it.
+When NOT to use: to change a note (store it again under the same key with memory_store);
+to delete files (use run_shell).
+Disambiguation: removes exactly one key from agent-tui's memory database; find keys with
+memory_recall.
+Examples: {"key": "test-command"}"""
+
+    async def execute(self, params: MemoryForgetParams, ctx: ToolContext) -> ToolResult:
+        if not await self._run(forget_memory, params.key):
+            raise NotFound(f"no memory with key {params.key!r}; find keys with memory_recall")
+        return ToolResult(f"Forgot memory {params.key!r}.", {"key": params.key})
+
+
+def memory_tools(path: Path | None = None) -> list[Tool[Any]]:
+    """The three memory tools, on ``path`` (default: ``data_dir()/memory.sqlite3``)."""
+    return [MemoryStoreTool(path), MemoryRecallTool(path), MemoryForgetTool(path)]
