@@ -11,6 +11,7 @@ from tui.tools.memory import memory_tools
 from tui.tools.search import search_tools
 from tui.tools.shell import RunShellTool
 from tui.tools.sleep import sleep_tools
+from tui.tools.web import web_tools
 
 if TYPE_CHECKING:
     from tui.exec.backend import ExecutionBackend
@@ -24,6 +25,7 @@ def builtin_tools(backend: ExecutionBackend | None = None) -> list[Tool[Any]]:
         *search_tools(),
         TimeTool(),
         *memory_tools(),
+        *web_tools(),
         *sleep_tools(),
     ]
     if backend is not None and backend.SUPPORTS_TMUX:
