@@ -19,7 +19,12 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from tests.chunks import Recorder, wait_for
+from tests.chunks import (
+    Recorder,
+    check_split_multibyte_character,
+    check_streams_before_the_end,
+    wait_for,
+)
 from tests.ssh_support import (
     DEADLINE,
     InProcessServer,
@@ -127,37 +132,13 @@ async def test_one_connection_serves_every_call(
 
 
 async def test_output_streams_before_the_command_ends(backend: SSHBackend, tmp_path: Path) -> None:
-    flag = tmp_path / "go"
-    sink = Recorder()
-    ready = sink.marker("ready")
-    command = f"echo ready; while [ ! -e '{flag}' ]; do sleep 0.01; done; echo after"
-    task = asyncio.create_task(backend.run(command, on_chunk=sink, timeout=DEADLINE))
-    await wait_for(ready)
-    assert not task.done()
-    assert sink.text("stdout") == "ready\n"
-    flag.touch()
-    result = await task
-    assert result.exit_code == 0
-    assert result.stdout == "ready\nafter\n"
+    await check_streams_before_the_end(backend, tmp_path)
 
 
 async def test_multibyte_character_split_across_packets(
     backend: SSHBackend, tmp_path: Path
 ) -> None:
-    """The euro sign's first two bytes travel, then (only after we saw them) the third."""
-    flag = tmp_path / "go"
-    sink = Recorder()
-    first_part = sink.marker("A")
-    command = (
-        f"printf 'A\\342\\202'; while [ ! -e '{flag}' ]; do sleep 0.01; done; printf '\\254\\n'"
-    )
-    task = asyncio.create_task(backend.run(command, on_chunk=sink, timeout=DEADLINE))
-    await wait_for(first_part)
-    assert sink.text("stdout") == "A"  # the partial character is held back, not mangled
-    flag.touch()
-    result = await task
-    assert result.stdout == "A€\n"
-    assert sink.text("stdout") == "A€\n"
+    await check_split_multibyte_character(backend, tmp_path)
 
 
 async def test_binary_output_is_replaced_not_raised(backend: SSHBackend) -> None:
