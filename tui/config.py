@@ -118,6 +118,12 @@ class AgentSettings(BaseModel):
     """Extra instructions appended to the built-in system prompt."""
     subagent_max_turns: int = Field(default=20, ge=1)
     """The ``max_turns`` of a sub-agent's own loop."""
+    json_schema: str | None = None
+    """A JSON Schema file the final answer must match (``--json-schema``): the model then
+    answers through the ``structured_output`` tool, which validates it."""
+    defer_tools_above: int = Field(default=40, ge=0)
+    """When MCP and OpenAPI add more tools than this in all, theirs are not sent to the model
+    up front: ``tool_search`` finds and activates them between turns. 0 never defers."""
 
 
 class ToolsSettings(RootModel[dict[str, bool]]):
@@ -135,6 +141,90 @@ class ToolsSettings(RootModel[dict[str, bool]]):
 
     def disabled(self) -> list[str]:
         return sorted(name for name, on in self.root.items() if not on)
+
+
+class McpServerSettings(BaseModel):
+    """One MCP server: a command to start (stdio) or a URL (streamable HTTP)."""
+
+    model_config = _SECTION
+
+    command: str | None = None
+    """The program that serves MCP on its stdin/stdout."""
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    """Variables added to the server's environment (it also gets the usual safe ones)."""
+    cwd: str | None = None
+    url: str | None = None
+    """A streamable-HTTP endpoint, e.g. ``http://127.0.0.1:8000/mcp``."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Sent with every HTTP request (``Authorization``, say)."""
+    enabled: bool = True
+    startup_timeout: float = Field(default=30, gt=0)
+    """Seconds the server has to start and list its tools."""
+    call_timeout: float = Field(default=120, gt=0)
+    """Seconds one tool call may take."""
+    defer: bool = False
+    """Leave this server's tools to ``tool_search`` whatever their number."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("set exactly one of `command` (stdio) or `url` (streamable HTTP)")
+        return self
+
+    @property
+    def transport(self) -> Literal["stdio", "http"]:
+        return "stdio" if self.command is not None else "http"
+
+
+class McpSettings(BaseModel):
+    """Model Context Protocol servers whose tools the agent can call."""
+
+    model_config = _SECTION
+
+    servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+    """``[mcp.servers.NAME]`` tables; tools appear as ``NAME__tool``."""
+    trusted_projects: list[str] = Field(default_factory=list)
+    """Workspaces whose ``.mcp.json`` servers may start (``/mcp trust`` adds one): a cloned
+    repository's file never starts programs unasked."""
+
+
+class OpenApiSpecSettings(BaseModel):
+    """One OpenAPI 3.0/3.1 description turned into tools, one per operation."""
+
+    model_config = _SECTION
+
+    spec: str
+    """A file path, an http(s) URL, or the spec text itself (YAML or JSON)."""
+    base_url: str | None = None
+    """Overrides the spec's first ``servers`` entry."""
+    tags: list[str] = Field(default_factory=list)
+    """Only operations with one of these tags (empty: all)."""
+    operations: list[str] = Field(default_factory=list)
+    """Only these operationIds (empty: all)."""
+    path_prefixes: list[str] = Field(default_factory=list)
+    """Only paths starting with one of these (empty: all)."""
+    auth: Literal["none", "bearer", "api_key"] = "none"
+    token_env: str | None = None
+    """The environment variable holding the bearer token or API key (never the key itself)."""
+    api_key_header: str = "X-API-Key"
+    max_response_chars: int = Field(default=20000, gt=0)
+    """Responses longer than this are cut, and the call says so."""
+    timeout: float = Field(default=30, gt=0)
+    enabled: bool = True
+    defer: bool = False
+    """Leave these tools to ``tool_search`` whatever their number."""
+
+
+class CronSettings(BaseModel):
+    """Jobs scheduled with ``cron_add``: run by the app while it is open."""
+
+    model_config = _SECTION
+
+    enabled: bool = True
+    """Run due jobs; off keeps them stored but idle."""
+    command_timeout: float = Field(default=600, gt=0)
+    """Seconds a scheduled shell command may run."""
 
 
 class SavedGrant(BaseModel):
@@ -229,6 +319,10 @@ class Settings(BaseModel):
     hooks: HooksSettings = Field(default_factory=HooksSettings)
     tmux: TmuxSettings = Field(default_factory=TmuxSettings)
     ssh: SshSettings = Field(default_factory=SshSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
+    openapi: dict[str, OpenApiSpecSettings] = Field(default_factory=dict)
+    """``[openapi.NAME]`` tables; tools appear as ``NAME__operationId``."""
+    cron: CronSettings = Field(default_factory=CronSettings)
 
 
 # --------------------------------------------------------------------------- errors
@@ -787,6 +881,8 @@ _EXAMPLES: dict[KeyPath, str] = {
     ("provider", "api_key"): '"sk-..."',
     ("provider", "max_tokens"): "8192",
     ("agent", "system_prompt"): '"Prefer small, reviewed changes."',
+    ("agent", "json_schema"): '"answer.schema.json"',
+    ("security", "allowed_hosts"): '["api.github.com", "example.com"]',
     ("approval", "timeout"): "300",
     ("security", "command_allowlist"): '["git", "ls", "cat"]',
     ("tmux", "socket_name"): '"agent-tui"',
@@ -804,9 +900,26 @@ _SECTION_EXTRAS: dict[str, list[str]] = {
         '# command = "./scripts/check-command.sh"',
         "# timeout = 30",
     ],
+    "mcp": [
+        "# Example (one table per server; a project's .mcp.json is read too):",
+        "# [mcp.servers.time]",
+        '# command = "uvx"',
+        '# args = ["mcp-server-time"]',
+        "# [mcp.servers.docs]",
+        '# url = "http://127.0.0.1:8000/mcp"',
+        '# headers = { Authorization = "Bearer ..." }',
+    ],
+    "openapi": [
+        "# Example (one table per API):",
+        "# [openapi.petstore]",
+        '# spec = "https://petstore3.swagger.io/api/v3/openapi.json"',
+        '# tags = ["pet"]',
+        '# auth = "bearer"',
+        '# token_env = "PETSTORE_TOKEN"',
+    ],
 }
 
-_DUMP_SKIP: set[KeyPath] = {("approval", "grants")}
+_DUMP_SKIP: set[KeyPath] = {("approval", "grants"), ("mcp", "servers")}
 
 
 def dump_default_config() -> str:
@@ -824,12 +937,14 @@ def dump_default_config() -> str:
     ]
     for name, info in Settings.model_fields.items():
         section = info.annotation
-        if not (isinstance(section, type) and issubclass(section, BaseModel)):
-            continue
         out.append("")
-        out.extend(_comment(inspect.getdoc(section) or ""))
-        out.append(f"[{name}]")
-        out.extend(_section_lines(name, section))
+        if isinstance(section, type) and issubclass(section, BaseModel):
+            out.extend(_comment(inspect.getdoc(section) or ""))
+            out.append(f"[{name}]")
+            out.extend(_section_lines(name, section))
+        else:
+            out.extend(_comment(info.description or _attribute_docs(Settings).get(name, "")))
+            out.append(f"[{name}]")
         out.extend(_SECTION_EXTRAS.get(name, []))
     return "\n".join(out) + "\n"
 

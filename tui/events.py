@@ -178,6 +178,45 @@ class PaneSnapshot(Event):
     height: int = 0
 
 
+class AgentNotice(Event):
+    """A message the agent sends the person mid-task (``send_user_message``): shown in chat,
+    never a model turn of its own."""
+
+    kind: Literal["agent_notice"] = "agent_notice"
+    message: str
+    tool_call_id: str = ""
+
+
+class TodoItem(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    content: str
+    status: Literal["pending", "in_progress", "completed"] = "pending"
+    active_form: str = ""
+    """The item worded as what is happening now ("Running the tests")."""
+
+
+class TodoListUpdated(Event):
+    """The agent's whole task list after a ``todo_write``: each event replaces the last."""
+
+    kind: Literal["todo_list"] = "todo_list"
+    items: list[TodoItem] = Field(default_factory=list)
+
+
+class ScheduledJobFinished(Event):
+    """A cron job ran: a shell command's output or an agent prompt's answer."""
+
+    kind: Literal["scheduled_job"] = "scheduled_job"
+    job_id: str
+    name: str = ""
+    job_kind: Literal["command", "prompt"] = "command"
+    ok: bool = True
+    output: str = ""
+    """The result, cut to a screenful; the job's full output is in the cron database."""
+    next_run: float | None = None
+    """Unix seconds of the next run, or None once a one-shot has run."""
+
+
 AnyEvent = Annotated[
     TurnStarted
     | TurnEnded
@@ -193,7 +232,10 @@ AnyEvent = Annotated[
     | Usage
     | ErrorEvent
     | Notice
-    | PaneSnapshot,
+    | PaneSnapshot
+    | AgentNotice
+    | TodoListUpdated
+    | ScheduledJobFinished,
     Field(discriminator="kind"),
 ]
 

@@ -95,3 +95,8 @@ class SecuritySettings(BaseModel):
     env_allowlist: list[str] = Field(default_factory=lambda: list(DEFAULT_ENV_ALLOWLIST))
     env_passthrough: list[str] = Field(default_factory=list)
     """Extra variable names a command may see (an explicit opt-in for secrets)."""
+    allowed_hosts: list[str] | None = None
+    """When set, ``http_request``, ``fetch_url`` and API adapters may reach only these hosts
+    (``example.com`` also covers its subdomains; ``*`` means any)."""
+    blocked_hosts: list[str] = Field(default_factory=list)
+    """Hosts web calls may never reach, checked before ``allowed_hosts`` (subdomains too)."""
