@@ -80,6 +80,14 @@ class Tool(ABC, Generic[P]):
     """True when ``execute`` streams its own output to ``ctx``; otherwise the registry sends
     the full result text to the UI stream once the call ends."""
 
+    def parse_params(self, data: dict[str, Any]) -> ToolParams:
+        """Validated params from the model's arguments (aliases already applied).
+
+        Raises:
+            pydantic.ValidationError: or InvalidArguments, from tools with their own schema.
+        """
+        return self.Params.model_validate(data)
+
     def access(self, params: P) -> ToolAccess:
         """What this call touches; override for tools with paths or commands."""
         return ToolAccess(permission=self.permission)

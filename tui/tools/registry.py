@@ -126,7 +126,7 @@ class ToolRegistry:
             )
         data = self._apply_aliases(tool, data)
         try:
-            return tool.Params.model_validate(data)
+            return tool.parse_params(data)
         except ValidationError as error:
             raise InvalidArguments(describe_validation_error(tool.name, error)) from None
         except (RecursionError, ValueError, TypeError) as error:
