@@ -9,10 +9,14 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import Harness
+from tests.conftest import Harness, make_harness
+from tui.security.hosts import HostPolicy
+from tui.security.settings import SecuritySettings
+from tui.tools.errors import PermissionDenied
 from tui.tools.web import html_to_text, parse_search_results
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -53,6 +57,10 @@ class Handler(BaseHTTPRequestHandler):
             n = int(path.rsplit("/", 1)[1])
             target = "/text" if n == 0 else f"/redirect/{n - 1}"
             self._send(302, b"", "text/plain", Location=target)
+        elif path.startswith("/away/"):
+            # To the same server under another host name: localhost instead of 127.0.0.1.
+            port = self.server.server_address[1]
+            self._send(302, b"", "text/plain", Location=f"http://localhost:{port}/text")
         elif path == "/loop":
             self._send(302, b"", "text/plain", Location="/loop")
         elif path == "/missing":
@@ -280,3 +288,41 @@ async def test_search_anomaly_is_rate_limited(
 ) -> None:
     text = await search(harness, server, "ddg_lite_anomaly_202_trimmed.html", monkeypatch)
     assert text.startswith("ERROR") and "rate-limited" in text
+
+
+# ------------------------------------------------------------------ [security] host lists
+
+
+def host_harness(workspace: Path, **lists: Any) -> Harness:
+    return make_harness(workspace, settings=SecuritySettings(**lists))
+
+
+async def test_allowed_hosts_refuses_unlisted_host(workspace: Path, server: str) -> None:
+    harness = host_harness(workspace, allowed_hosts=["example.com"])
+    result = await harness.call("http_request", {"url": f"{server}/text"})
+    assert result.is_error and "allowed_hosts" in result.text and "127.0.0.1" in result.text
+
+
+async def test_allowed_host_passes_and_covers_nothing_else(workspace: Path, server: str) -> None:
+    harness = host_harness(workspace, allowed_hosts=["127.0.0.1"])
+    result = await harness.call("fetch_url", {"url": f"{server}/text"})
+    assert not result.is_error, result.text
+    # A redirect to another host name is judged again, and refused.
+    result = await harness.call("fetch_url", {"url": f"{server}/away/1"})
+    assert result.is_error and "localhost" in result.text and "allowed_hosts" in result.text
+
+
+async def test_blocked_host_wins_over_allowed(workspace: Path, server: str) -> None:
+    harness = host_harness(workspace, allowed_hosts=["*"], blocked_hosts=["LOCALHOST."])
+    assert not (await harness.call("fetch_url", {"url": f"{server}/text"})).is_error
+    result = await harness.call("fetch_url", {"url": f"{server}/away/1"})
+    assert result.is_error and "blocked_hosts" in result.text
+
+
+def test_host_patterns_cover_subdomains_only_on_label_boundaries() -> None:
+    hosts = HostPolicy.from_lists(["example.com"], ["bad.example.com"])
+    hosts.check("https://example.com/x")
+    hosts.check("https://api.EXAMPLE.com./x")
+    for refused in ("https://notexample.com/", "https://x.bad.example.com/", "file:///etc"):
+        with pytest.raises(PermissionDenied):
+            hosts.check(refused)

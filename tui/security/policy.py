@@ -26,6 +26,7 @@ from tui.security.approval import (
 )
 from tui.security.environment import reduced_environment
 from tui.security.grants import GrantStore
+from tui.security.hosts import HostPolicy
 from tui.security.paths import PathGuard
 from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.ratelimit import RateLimiter
@@ -114,6 +115,7 @@ class SecurityPolicy:
             [f"run_shell({pattern})" for pattern in self.settings.command_denylist]
         )
         self.rate_limiter = RateLimiter(self.settings.max_actions_per_hour)
+        self.hosts = HostPolicy.from_lists(self.settings.allowed_hosts, self.settings.blocked_hosts)
         self.on_event = on_event
         self._env: dict[str, str] | None = None
         self._approval_lock = asyncio.Lock()
@@ -130,6 +132,10 @@ class SecurityPolicy:
 
     def resolve_path(self, raw: str, *, write: bool = False) -> Path:
         return self.paths.resolve(raw)
+
+    def check_url(self, url: str) -> None:
+        """Refuse a web request whose host ``[security]`` forbids (raises PermissionDenied)."""
+        self.hosts.check(url)
 
     def command_env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The environment for a command, built once per policy: walking ``os.environ`` costs

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any, Literal
@@ -65,15 +66,28 @@ async def _request(
     headers: dict[str, str] | None = None,
     content: bytes | None = None,
     data: dict[str, str] | None = None,
+    check_host: Callable[[str], None] | None = None,
 ) -> Fetched:
-    """Send one request, following redirects, reading at most ``MAX_BODY_BYTES``."""
+    """Send one request, following redirects, reading at most ``MAX_BODY_BYTES``.
+
+    ``check_host`` judges every request sent, redirects included (it raises to refuse one).
+    """
     url = _check_url(url)
+
+    async def judge(request: httpx.Request) -> None:
+        if check_host is not None:
+            check_host(str(request.url))
+
     limits = httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT))
     all_headers = {"User-Agent": USER_AGENT, **(headers or {})}
     try:
         async with (
             httpx.AsyncClient(
-                follow_redirects=True, max_redirects=MAX_REDIRECTS, timeout=limits, trust_env=False
+                follow_redirects=True,
+                max_redirects=MAX_REDIRECTS,
+                timeout=limits,
+                trust_env=False,
+                event_hooks={"request": [judge]},
             ) as client,
             client.stream(method, url, headers=all_headers, content=content, data=data) as response,
         ):
@@ -320,7 +334,9 @@ Examples: {"url": "https://docs.python.org/3/library/json.html"};
         return ToolAccess(permission=PermissionMode.READ_ONLY, subject=params.url)
 
     async def execute(self, params: FetchUrlParams, ctx: ToolContext) -> ToolResult:
-        fetched = await _request("GET", params.url, timeout=params.timeout)
+        fetched = await _request(
+            "GET", params.url, timeout=params.timeout, check_host=ctx.policy.check_url
+        )
         if not 200 <= fetched.status < 300:
             raise _status_error(fetched)
         text = decode_body(fetched)
@@ -361,7 +377,8 @@ When to use: testing a local dev server or an API endpoint, POSTing JSON, checki
 or status codes.
 When NOT to use: just reading a page (use fetch_url); searching (use web_search).
 Disambiguation: GET and HEAD are read-only; POST, PUT, PATCH and DELETE change remote state
-and need write permission.
+and need write permission. Hosts outside [security] allowed_hosts, or in blocked_hosts, are
+refused (redirects included).
 Examples: {"method": "GET", "url": "http://localhost:8000/health"};
 {"method": "POST", "url": "http://localhost:8000/api/items",
 "headers": {"Content-Type": "application/json"}, "body": "{\\"name\\": \\"x\\"}"}"""
@@ -381,6 +398,7 @@ Examples: {"method": "GET", "url": "http://localhost:8000/health"};
             timeout=params.timeout,
             headers=params.headers,
             content=content,
+            check_host=ctx.policy.check_url,
         )
         lines = [f"HTTP {fetched.status} {fetched.reason}".rstrip(), f"URL: {fetched.url}"]
         lines += [f"{key}: {value}" for key, value in fetched.headers.items()]
@@ -529,6 +547,7 @@ Examples: {"query": "httpx AsyncClient follow_redirects"};
             timeout=20,
             data={"q": params.query, "b": ""},
             headers={"Accept": "text/html"},
+            check_host=ctx.policy.check_url,
         )
         html = fetched.body.decode(_charset(fetched.headers), errors="replace")
         if is_anomaly_page(fetched.status, html):
