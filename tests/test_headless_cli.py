@@ -26,6 +26,9 @@ import pytest
 
 from tests.scripted_server import RecordedRequest
 from tests.test_loop import (
+    call as tool_call,
+)
+from tests.test_loop import (
     check_request,
     live_in_group,
     live_with,
@@ -487,3 +490,42 @@ def test_continue_resume_and_sessions_list(
     assert missing.returncode == 2
     assert reason_lines(missing.stderr) and "no-such-session" in missing.stderr
     assert len(server.requests()) == 3  # nothing was sent for a session that does not exist
+
+
+# -- --json-schema -------------------------------------------------------------------------
+
+
+def test_headless_json_schema_flag(
+    cli: Cli, model_server: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    schema_file = tmp_path / "answer.json"
+    schema_file.write_text(
+        json.dumps(
+            {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "temp_c": {"type": "number"}},
+                "required": ["city", "temp_c"],
+            }
+        )
+    )
+    server = model_server(
+        [tools_step(tool_call("s1", "structured_output", {"city": "Rome", "temp_c": 21}))]
+    )
+    args = headless(server, "weather", "--json-schema", str(schema_file))
+    done = cli.run(*args, "--output-format", "json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["structured_output"] == {"city": "Rome", "temp_c": 21}
+    assert json.loads(result["result"]) == result["structured_output"]
+
+    server = model_server(
+        [tools_step(tool_call("s1", "structured_output", {"city": "Rome", "temp_c": 21}))]
+    )
+    text = cli.run(*headless(server, "weather", "--json-schema", str(schema_file)))
+    assert json.loads(text.stdout) == {"city": "Rome", "temp_c": 21}
+
+    missing = cli.run(*headless(server, "x", "--json-schema", str(tmp_path / "nope.json")))
+    assert missing.returncode == 2
+    assert reason_lines(missing.stderr) == [
+        f"agent-tui: JSON schema file {tmp_path / 'nope.json'} does not exist"
+    ]

@@ -3,8 +3,10 @@
 Headless contract (scripts rely on it):
 ``agent-tui -p PROMPT [--provider openai|anthropic] [--model M] [--base-url URL]
 [--approval-mode read-only|ask|auto-edit|full-auto] [--workspace DIR]
-[--output-format text|json|stream-json] [--max-turns N]`` prints the final answer, one JSON
-object, or every bus event as a JSON line, and exits 0 — or non-zero with a one-line reason.
+[--output-format text|json|stream-json] [--max-turns N] [--json-schema FILE]`` prints the final
+answer, one JSON object, or every bus event as a JSON line, and exits 0 — or non-zero with a
+one-line reason. With ``--json-schema`` the answer is JSON matching the schema (the ``json``
+object carries it as ``structured_output``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workspace", type=Path, default=None, help="workspace root (default: .)")
     parser.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text")
     parser.add_argument("--max-turns", type=int)
+    parser.add_argument(
+        "--json-schema",
+        metavar="FILE",
+        type=Path,
+        help="the final answer must be JSON matching this JSON Schema file",
+    )
     parser.add_argument(
         "--ssh",
         metavar="USER@HOST[:PORT]",
@@ -106,7 +114,10 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "provider": {"name": args.provider, "model": args.model, "base_url": args.base_url},
         "approval": {"mode": args.approval_mode},
-        "agent": {"max_turns": args.max_turns},
+        "agent": {
+            "max_turns": args.max_turns,
+            "json_schema": str(args.json_schema.resolve()) if args.json_schema else None,
+        },
     }
 
 
@@ -132,6 +143,7 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
     from tui.security.approval import NoApprover
     from tui.session import build_session, describe_outcome
     from tui.targets import TargetChoice, open_target
+    from tui.tools.structured_output import JsonSchemaError
 
     try:
         # A remote workspace names a folder there: settings come from this machine's cwd.
@@ -161,7 +173,7 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
             local_paths=target.local_paths,
             target_home=target.home,
         )
-    except SessionNotFound as error:
+    except (SessionNotFound, JsonSchemaError) as error:
         await target.backend.close()
         return fail(error.msg, EXIT_USAGE)
     printer = HeadlessPrinter(args.output_format)

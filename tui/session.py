@@ -14,6 +14,7 @@ from typing import Any
 
 from tui.agent.execution import ToolPlan
 from tui.agent.hooks import Hooks
+from tui.agent.live_settings import LiveSettings
 from tui.agent.loop import AgentLoop, LoopSettings, TurnOutcome
 from tui.agent.prompt import build_system_prompt
 from tui.agent.providers.base import Message, Provider, ProviderError
@@ -29,10 +30,17 @@ from tui.security.approval import ApprovalBroker, Approver
 from tui.security.grants import GrantStore
 from tui.security.policy import SecurityPolicy
 from tui.tools.builtin import builtin_tools
+from tui.tools.config_tool import ConfigTool
 from tui.tools.registry import ToolRegistry
+from tui.tools.structured_output import StructuredOutputTool, load_json_schema
 from tui.tools.truncation import envelope
 
 ApproverFactory = Callable[[EventBus], Approver]
+
+STRUCTURED_ANSWER_PROMPT = (
+    "This run needs a machine-readable answer: when the task is done, call structured_output "
+    "once with the final answer. Text you write outside that call is not delivered."
+)
 
 
 @dataclass
@@ -50,6 +58,7 @@ class AgentSession:
     loop: AgentLoop | None
     broker: ApprovalBroker | None = None
     warnings: list[str] = field(default_factory=list)
+    live: LiveSettings | None = None
 
     @property
     def session_id(self) -> str:
@@ -108,8 +117,17 @@ def build_session(
     target_home: str | None = None,
 ) -> AgentSession:
     """Wire one session. A missing or unusable provider is not fatal here: the app still opens
-    (and says what to set); headless mode turns ``provider_error`` into its exit message."""
+    (and says what to set); headless mode turns ``provider_error`` into its exit message.
+
+    Raises:
+        JsonSchemaError: ``[agent] json_schema`` names a missing or invalid schema file.
+    """
     settings = loaded.settings
+    answer_schema = (
+        load_json_schema(Path(settings.agent.json_schema).expanduser())
+        if settings.agent.json_schema
+        else None
+    )
     bus = EventBus()
     store = SessionStore()
     warnings = workspace_warnings(loaded)
@@ -180,6 +198,7 @@ def build_session(
                 plan=ToolPlan(settings.agent.strategy, settings.agent.batch_size),
                 max_tokens=settings.provider.max_tokens,
                 subagent_max_turns=settings.agent.subagent_max_turns,
+                require_structured_output=answer_schema is not None,
             ),
             hooks=hooks,
             on_message=transcript.append_message,
@@ -187,10 +206,26 @@ def build_session(
         )
         if settings.tools.enabled("agent"):
             registry.register(SubAgentTool(loop))
+        if answer_schema is not None:
+            registry.register(StructuredOutputTool(answer_schema))
+    live = LiveSettings(
+        settings, registry, loop, config_disabled=frozenset(settings.tools.disabled())
+    )
+    if settings.tools.enabled("config"):
+        registry.register(ConfigTool(live))
+    if loop is not None:
         loop.system_prompt = build_system_prompt(
             workspace,
             actor=backend.actor,
-            extra=settings.agent.system_prompt,
+            extra="\n\n".join(
+                part
+                for part in (
+                    settings.agent.system_prompt,
+                    STRUCTURED_ANSWER_PROMPT if answer_schema is not None else None,
+                )
+                if part
+            )
+            or None,
             tools=registry.names(),
         )
     session = AgentSession(
@@ -207,6 +242,7 @@ def build_session(
         loop=loop,
         broker=broker if approver is broker else None,
         warnings=warnings,
+        live=live,
     )
     for warning in warnings:
         bus.publish(Notice(message=warning, level="warning"))
@@ -248,6 +284,11 @@ def describe_outcome(outcome: TurnOutcome, session: AgentSession) -> dict[str, A
         "error": outcome.error,
         "turns": outcome.turns,
         "session_id": session.session_id,
+        **(
+            {"structured_output": outcome.structured_output}
+            if session.loaded.settings.agent.json_schema
+            else {}
+        ),
         "usage": {
             "input_tokens": session.loop.usage.input_tokens if session.loop else 0,
             "output_tokens": session.loop.usage.output_tokens if session.loop else 0,

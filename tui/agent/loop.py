@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import itertools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,7 @@ from tui.security.policy import SecurityPolicy
 from tui.tools.context import ToolContext
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult
+from tui.tools.structured_output import STRUCTURED_OUTPUT_KEY
 from tui.tools.truncation import envelope
 
 Emit = Callable[[Event], None]
@@ -59,6 +61,15 @@ class LoopSettings:
     plan: ToolPlan = field(default_factory=ToolPlan)
     max_tokens: int | None = None
     subagent_max_turns: int = 20
+    require_structured_output: bool = False
+    """The turn ends only through an accepted ``structured_output`` call (``--json-schema``)."""
+
+
+STRUCTURED_OUTPUT_REMINDERS = 2
+STRUCTURED_OUTPUT_REMINDER = (
+    "You answered without calling structured_output. The caller can only read an answer given "
+    "through that tool: call it now with your final answer."
+)
 
 
 @dataclass
@@ -69,6 +80,8 @@ class TurnOutcome:
     turns: int
     error: str | None = None
     usage: UsageReport = field(default_factory=UsageReport)
+    structured_output: Any = None
+    """The accepted ``structured_output`` answer, when the run required one."""
 
 
 class AgentLoop:
@@ -103,6 +116,7 @@ class AgentLoop:
         self._cancel = asyncio.Event()
         self._stream_task: asyncio.Task[Completed | None] | None = None
         self._definitions: tuple[tuple[Any, ...], list[dict[str, Any]]] | None = None
+        self._structured: list[Any] = []
         self.running = False
 
     # -- what the outside may do -------------------------------------------------------------
@@ -157,6 +171,8 @@ class AgentLoop:
 
     async def _run(self) -> TurnOutcome:
         final_text = ""
+        reminders = 0
+        self._structured = []
         for turn in range(1, self.settings.max_turns + 1):
             if self._cancel.is_set():
                 return TurnOutcome("cancelled", final_text, turn - 1)
@@ -182,12 +198,29 @@ class AgentLoop:
                     await after(turn)
                 if self._steering and not self._cancel.is_set():
                     continue  # the user said more while the model answered: keep going
+                if self.settings.require_structured_output:
+                    if reminders >= STRUCTURED_OUTPUT_REMINDERS:
+                        error = "the model kept answering without calling structured_output"
+                        self.emit(ErrorEvent(message=error, title="structured output"))
+                        return TurnOutcome("error", completed.text, turn, error=error)
+                    reminders += 1
+                    self._append(Message(role="user", content=STRUCTURED_OUTPUT_REMINDER))
+                    continue
                 return TurnOutcome("completed", completed.text, turn, usage=self.usage)
             await self._run_tools(completed.tool_calls)
             for after in self.hooks.after_update:
                 await after(turn)
             if self._cancel.is_set():
                 return TurnOutcome("cancelled", final_text, turn)
+            if self._structured:
+                value = self._structured[-1]
+                return TurnOutcome(
+                    "completed",
+                    json.dumps(value, ensure_ascii=False),
+                    turn,
+                    usage=self.usage,
+                    structured_output=value,
+                )
         self.emit(Notice(message=f"stopped after {self.settings.max_turns} turns (max_turns)"))
         return TurnOutcome("max_turns", final_text, self.settings.max_turns, usage=self.usage)
 
@@ -204,7 +237,7 @@ class AgentLoop:
         """The request's tool definitions, rebuilt only when the tool set changes: generating
         the JSON schemas costs ~5 ms per request, more than a whole ``true`` command."""
         fmt = self.provider.tool_format
-        key = (fmt, *((name, self.registry.get(name)) for name in self.registry.names()))
+        key = (fmt, *((name, self.registry.get(name)) for name in self.registry.active_names()))
         if self._definitions is None or self._definitions[0] != key:
             self._definitions = (key, self.registry.definitions(fmt))
         return self._definitions[1]
@@ -308,6 +341,8 @@ class AgentLoop:
 
     def _record_results(self, calls: list[ToolCall], results: list[ToolResult]) -> None:
         for call, result in zip(calls, results, strict=True):
+            if not result.is_error and STRUCTURED_OUTPUT_KEY in result.details:
+                self._structured.append(result.details[STRUCTURED_OUTPUT_KEY])
             if result.details.get("skipped"):
                 self._emit_unrun(call, result)
             self._append(

@@ -11,6 +11,7 @@ from tui.tools.memory import memory_tools
 from tui.tools.search import search_tools
 from tui.tools.shell import RunShellTool
 from tui.tools.sleep import sleep_tools
+from tui.tools.todo import todo_tools
 from tui.tools.web import web_tools
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ def builtin_tools(backend: ExecutionBackend | None = None) -> list[Tool[Any]]:
         *memory_tools(),
         *web_tools(),
         *sleep_tools(),
+        *todo_tools(),
     ]
     if backend is not None and backend.SUPPORTS_TMUX:
         from tui.tools.tmux import tmux_tools

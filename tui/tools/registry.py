@@ -34,17 +34,40 @@ DefinitionFormat = Literal["openai", "anthropic"]
 class ToolRegistry:
     def __init__(self, tools: Iterable[Tool[Any]] = ()) -> None:
         self._tools: dict[str, Tool[Any]] = {}
+        self._deferred: set[str] = set()
+        """Registered but not sent to the model until ``tool_search`` activates them."""
         self.failures = FailureMemory()
         for tool in tools:
             self.register(tool)
 
-    def register(self, tool: Tool[Any]) -> None:
+    def register(self, tool: Tool[Any], *, deferred: bool = False) -> None:
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        if deferred:
+            self._deferred.add(tool.name)
 
     def unregister(self, name: str) -> None:
         self._tools.pop(name, None)
+        self._deferred.discard(name)
+
+    def active_names(self) -> list[str]:
+        """The tools whose definitions go to the model."""
+        return [name for name in self._tools if name not in self._deferred]
+
+    def deferred_tools(self) -> list[Tool[Any]]:
+        return [tool for name, tool in self._tools.items() if name in self._deferred]
+
+    def activate(self, names: Iterable[str]) -> list[str]:
+        """Send these deferred tools from the next request on; returns those newly active.
+
+        Only ever called between requests (``tool_search`` is exclusive, and the loop builds
+        each request's definitions after all calls have finished), so no running call sees
+        its tool set change under it.
+        """
+        newly = [name for name in names if name in self._deferred]
+        self._deferred.difference_update(newly)
+        return newly
 
     def get(self, name: str) -> Tool[Any] | None:
         return self._tools.get(name)
@@ -64,9 +87,11 @@ class ToolRegistry:
         """A registry sharing these tool objects (a sub-agent's), with its own failure memory."""
         wanted = set(self._tools) if names is None else set(names)
         skip = set(exclude)
-        return ToolRegistry(
-            tool for name, tool in self._tools.items() if name in wanted and name not in skip
-        )
+        subset = ToolRegistry()
+        for name, tool in self._tools.items():
+            if name in wanted and name not in skip:
+                subset.register(tool, deferred=name in self._deferred and names is None)
+        return subset
 
     def needs_approval(
         self, name: str, raw_arguments: str | dict[str, Any] | None, policy: SecurityPolicy
@@ -87,9 +112,10 @@ class ToolRegistry:
 
     def definitions(self, fmt: DefinitionFormat = "openai") -> list[dict[str, Any]]:
         """Tool definitions for a provider request; empty means: omit ``tools`` entirely."""
+        active = [tool for name, tool in self._tools.items() if name not in self._deferred]
         if fmt == "anthropic":
-            return [tool.anthropic_definition() for tool in self._tools.values()]
-        return [tool.openai_definition() for tool in self._tools.values()]
+            return [tool.anthropic_definition() for tool in active]
+        return [tool.openai_definition() for tool in active]
 
     # -- parsing -----------------------------------------------------------------------------
 

@@ -884,6 +884,7 @@ def run(workspace: Path, args: argparse.Namespace) -> int:
         from tui.exec.backend import BackendError
         from tui.session import build_session
         from tui.targets import TargetChoice, open_target
+        from tui.tools.structured_output import JsonSchemaError
 
         choice = TargetChoice(
             ssh=getattr(args, "ssh", None),
@@ -915,7 +916,7 @@ def run(workspace: Path, args: argparse.Namespace) -> int:
                 local_paths=target.local_paths,
                 target_home=target.home,
             )
-        except SessionNotFound as error:
+        except (SessionNotFound, JsonSchemaError) as error:
             await target.backend.close()
             raise StartupError(error.msg) from None
         return session, factory
