@@ -626,3 +626,37 @@ async def test_chat_and_tool_panel_are_pruned_with_hysteresis(workspace: Path) -
         await until(pilot, lambda: app.tools.pruned > 0, "the tool panel to prune")
         assert len(app.tools.blocks) == tools_panel.PRUNE_TO
         assert f"c{tools_panel.PRUNE_ABOVE}" in app.tools.blocks  # the newest stay
+
+
+async def test_task_list_and_agent_messages_show_without_asking(workspace: Path, server) -> None:
+    from tui.ui.chat.panel import AgentNote
+
+    todos = [
+        {"content": "Read the logs", "status": "completed"},
+        {"content": "Fix it", "status": "in_progress", "active_form": "Fixing it"},
+    ]
+    server.add(
+        {
+            "text": "",
+            "tool_calls": [
+                {"id": "t1", "name": "todo_write", "arguments": json.dumps({"todos": todos})},
+                {
+                    "id": "t2",
+                    "name": "send_user_message",
+                    "arguments": json.dumps({"message": "Found the culprit"}),
+                },
+            ],
+        },
+        {"text": "All done."},
+    )
+    app = app_for(make_session(workspace, server, mode="ask"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert not app.todo.has_class("-shown")
+        await send(pilot, app, "fix it")
+        await turn_done(pilot, app, 2, server)
+        assert app.approval_open is None  # neither call asked
+        assert app.todo.has_class("-shown") and app.todo.border_title == "tasks 1/2"
+        shown = str(app.todo.render())
+        assert "Fixing it" in shown and "Read the logs" in shown
+        notes = list(app.chat.query(AgentNote))
+        assert [str(n.render()) for n in notes] == ["Found the culprit"]

@@ -12,10 +12,12 @@ import sys
 from typing import Literal, TextIO
 
 from tui.events import (
+    AgentNotice,
     ApprovalRequested,
     ErrorEvent,
     Event,
     Notice,
+    ScheduledJobFinished,
     ToolCallCompleted,
     ToolCallStarted,
 )
@@ -68,6 +70,11 @@ class HeadlessPrinter:
             line = f"error: {event.message}"
         elif isinstance(event, Notice) and event.level == "warning":
             line = f"note: {event.message}"
+        elif isinstance(event, AgentNotice):
+            line = f"» {event.message}"
+        elif isinstance(event, ScheduledJobFinished):
+            state = "ok" if event.ok else "failed"
+            line = f"⏰ {event.name or event.job_id} {state}: {event.output[:200]}"
         if line is not None:
             self.stderr.write(line + "\n")
             self.stderr.flush()

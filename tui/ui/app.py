@@ -40,6 +40,7 @@ from tui.locations import data_dir, styles_dir, tool_output_dir
 from tui.ui.adapter import FRAME_SECONDS, BusAdapter
 from tui.ui.autoapprove import AutoApprove, DurationError, format_remaining, parse_duration
 from tui.ui.chat.panel import ChatPanel
+from tui.ui.chat.todo import TodoList
 from tui.ui.commands import SlashCommandProvider, UnknownCommand, help_markdown, parse_slash
 from tui.ui.messages import BusBatch, PaneKeys, PaneRelease, PromptSubmitted, ToolBlockAction
 from tui.ui.mirror.keys import coalesce
@@ -187,12 +188,14 @@ class AgentApp(App[int]):
         # or the app is shutting down.
         self.chat = ChatPanel(id="chat")
         self.prompt = PromptInput(self.history, id="prompt", cursor_blink=self.cursor_blink)
+        self.todo = TodoList(id="todo")
         self.tools = ToolPanel(id="tools", clock_ms=lambda: self.clock() * 1000)
         self.mirror = MirrorPanel(id="mirror")
         self.status = StatusBar(id="status")
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 yield self.chat
+                yield self.todo
                 yield self.prompt
             with Vertical(id="right"):
                 yield self.tools
@@ -344,6 +347,8 @@ class AgentApp(App[int]):
                     self._close_approval(request_id=event.request_id)  # type: ignore[attr-defined]
                 elif kind == "tool_completed":
                     self._close_approval(tool_call_id=event.tool_call_id)  # type: ignore[attr-defined]
+                elif kind == "todo_list" and event.loop_id == "main":
+                    self.todo.show(event.items)  # type: ignore[attr-defined]
             for snapshot in snapshots.values():
                 self._on_snapshot(PaneFrame.from_event(snapshot))
             self._refresh_status(events)

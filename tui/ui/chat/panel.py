@@ -72,6 +72,10 @@ class SubagentNote(Static):
     """What a sub-agent answered, tagged with its loop id."""
 
 
+class AgentNote(Static):
+    """A message the agent sent mid-task (``send_user_message``)."""
+
+
 class Banner(Static):
     """The first thing in the chat: what this session is, or what to set when it cannot talk."""
 
@@ -129,6 +133,16 @@ class ChatPanel(TailFollowing):
             self.add_error(event.title, event.message)
         elif kind == "notice":
             self.add_notice(event.message, level=event.level)
+        elif kind == "agent_notice":
+            self.add_agent_note(event.message, loop_id=event.loop_id)
+        elif kind == "scheduled_job":
+            first = event.output.strip().split("\n", 1)[0][:200] if event.output else ""
+            state = "done" if event.ok else "failed"
+            self.add_notice(
+                f"⏰ scheduled {event.job_kind} {event.name or event.job_id} {state}"
+                + (f": {first}" if first else ""),
+                level="info" if event.ok else "warning",
+            )
         elif kind == "turn_ended" and event.loop_id == "main":
             await self.end_stream()
             if event.reason == "max_turns":
@@ -178,6 +192,12 @@ class ChatPanel(TailFollowing):
         line = NoticeLine(Text(f"{icon} {message}"), classes=f"-{level}")
         self._add(line)
         return line
+
+    def add_agent_note(self, message: str, *, loop_id: str = "main") -> AgentNote:
+        note = AgentNote(Text(message))
+        note.border_title = "» agent" if loop_id == "main" else f"» sub-agent {loop_id}"
+        self._add(note)
+        return note
 
     def add_error(self, title: str, message: str) -> ErrorBox:
         box = ErrorBox(Text(message))
