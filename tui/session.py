@@ -72,6 +72,14 @@ class AgentSession:
     async def aclose(self) -> None:
         if self.provider is not None:
             await self.provider.aclose()
+        for name in self.registry.names():
+            # Tools holding processes (python_repl's interpreter) stop them here.
+            closer = getattr(self.registry.get(name), "aclose", None)
+            if closer is not None:
+                try:
+                    await closer()
+                except Exception as error:  # one tool failing to close must not stop the rest
+                    self.bus.publish(Notice(message=f"closing {name}: {error}", level="warning"))
         await self.backend.close()
         self.transcript.close()
 
@@ -174,8 +182,12 @@ def build_session(
     )
     backend = backend or LocalBackend(default_cwd=str(workspace))
     registry = ToolRegistry(
-        tool for tool in builtin_tools(backend) if settings.tools.enabled(tool.name)
+        tool
+        for tool in builtin_tools(backend, workspace if local_paths else None)
+        if settings.tools.enabled(tool.name)
     )
+    skill = registry.get("skill")
+    warnings.extend(getattr(skill, "problems", []))
     hooks = Hooks(
         pre_commands=list(settings.hooks.pre_tool_use),
         post_commands=list(settings.hooks.post_tool_use),

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tui.locations import config_dir
 from tui.tools.base import Tool
 from tui.tools.clock import TimeTool
 from tui.tools.files import file_tools
 from tui.tools.memory import memory_tools
+from tui.tools.notebook import notebook_tools
+from tui.tools.python_repl import python_repl_tools
 from tui.tools.search import search_tools
 from tui.tools.shell import RunShellTool
+from tui.tools.skill import skill_tools
 from tui.tools.sleep import sleep_tools
 from tui.tools.todo import todo_tools
 from tui.tools.web import web_tools
@@ -18,8 +23,15 @@ if TYPE_CHECKING:
     from tui.exec.backend import ExecutionBackend
 
 
-def builtin_tools(backend: ExecutionBackend | None = None) -> list[Tool[Any]]:
-    """The tools for ``backend``: the tmux tools only where the backend has panes."""
+def user_skills_dir() -> Path:
+    return config_dir() / "skills"
+
+
+def builtin_tools(
+    backend: ExecutionBackend | None = None, workspace: Path | None = None
+) -> list[Tool[Any]]:
+    """The tools for ``backend``: the tmux tools only where the backend has panes, ``skill``
+    only where there is a workspace to look for skills in."""
     tools: list[Tool[Any]] = [
         RunShellTool(),
         *file_tools(),
@@ -29,7 +41,11 @@ def builtin_tools(backend: ExecutionBackend | None = None) -> list[Tool[Any]]:
         *web_tools(),
         *sleep_tools(),
         *todo_tools(),
+        *notebook_tools(),
+        *python_repl_tools(),
     ]
+    if workspace is not None:
+        tools.extend(skill_tools(workspace, user_skills_dir()))
     if backend is not None and backend.SUPPORTS_TMUX:
         from tui.tools.tmux import tmux_tools
 
