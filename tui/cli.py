@@ -198,6 +198,7 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
 
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, on_signal)
+        await session.start_extensions()
         outcome = await session.submit(prompt)
         printer.finish(describe_outcome(outcome, session))
     finally:

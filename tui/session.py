@@ -19,6 +19,7 @@ from tui.agent.loop import AgentLoop, LoopSettings, TurnOutcome
 from tui.agent.prompt import build_system_prompt
 from tui.agent.providers.base import Message, Provider, ProviderError
 from tui.agent.providers.factory import make_provider
+from tui.agent.scheduler import JobOutcome
 from tui.agent.subagent import SubAgentTool
 from tui.agent.transcript import SessionStore, Transcript
 from tui.bus import EventBus
@@ -26,6 +27,7 @@ from tui.config import LoadedSettings
 from tui.events import Event, Notice, PaneSnapshot
 from tui.exec.backend import ExecutionBackend
 from tui.exec.local import LocalBackend
+from tui.extensions import Extensions
 from tui.security.approval import ApprovalBroker, Approver
 from tui.security.grants import GrantStore
 from tui.security.policy import SecurityPolicy
@@ -59,6 +61,29 @@ class AgentSession:
     broker: ApprovalBroker | None = None
     warnings: list[str] = field(default_factory=list)
     live: LiveSettings | None = None
+    extensions: Extensions | None = None
+
+    async def start_extensions(self) -> None:
+        """Start MCP servers and load OpenAPI specs (never raises; problems are notices)."""
+        if self.extensions is not None:
+            await self.extensions.start()
+
+    def start_scheduler(self) -> None:
+        """Run scheduled jobs while this session is open (the app calls it, not headless)."""
+        if self.extensions is not None:
+            self.extensions.start_scheduler(
+                self.backend, self.policy.command_env(), self._run_scheduled_prompt
+            )
+
+    async def _run_scheduled_prompt(self, prompt: str) -> JobOutcome:
+        """A prompt job is a turn of its own: it waits for the person's turn to end."""
+        if self.loop is None:
+            return JobOutcome(False, self.provider_error or "no model provider is configured")
+        while self.loop.running:
+            await self.loop.idle.wait()
+        outcome = await self.loop.submit(prompt)
+        ok = outcome.reason == "completed"
+        return JobOutcome(ok, outcome.final_text if ok else (outcome.error or outcome.reason))
 
     @property
     def session_id(self) -> str:
@@ -70,6 +95,8 @@ class AgentSession:
         return await self.loop.submit(prompt)
 
     async def aclose(self) -> None:
+        if self.extensions is not None:
+            await self.extensions.aclose()
         if self.provider is not None:
             await self.provider.aclose()
         for name in self.registry.names():
@@ -188,6 +215,12 @@ def build_session(
     )
     skill = registry.get("skill")
     warnings.extend(getattr(skill, "problems", []))
+    extensions = Extensions(
+        loaded, workspace, registry, bus.publish, env=policy.command_env(), local=local_paths
+    )
+    for tool in extensions.cron_tools():
+        if settings.tools.enabled(tool.name):
+            registry.register(tool)
     hooks = Hooks(
         pre_commands=list(settings.hooks.pre_tool_use),
         post_commands=list(settings.hooks.post_tool_use),
@@ -255,6 +288,7 @@ def build_session(
         broker=broker if approver is broker else None,
         warnings=warnings,
         live=live,
+        extensions=extensions,
     )
     for warning in warnings:
         bus.publish(Notice(message=warning, level="warning"))
@@ -268,7 +302,7 @@ def _record(transcript: Transcript, event: Event) -> None:
         transcript.append_event(event)
 
 
-LOOSENING_KEYS = ("approval.mode", "hooks", "security")
+LOOSENING_KEYS = ("approval.mode", "hooks", "security", "mcp", "openapi")
 
 
 def workspace_warnings(loaded: LoadedSettings) -> list[str]:

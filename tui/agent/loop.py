@@ -118,6 +118,9 @@ class AgentLoop:
         self._definitions: tuple[tuple[Any, ...], list[dict[str, Any]]] | None = None
         self._structured: list[Any] = []
         self.running = False
+        self.idle = asyncio.Event()
+        """Set while no turn runs (what a scheduled prompt waits for)."""
+        self.idle.set()
 
     # -- what the outside may do -------------------------------------------------------------
 
@@ -142,6 +145,7 @@ class AgentLoop:
             self.steer(prompt)
             return TurnOutcome("steered", "", 0)
         self.running = True
+        self.idle.clear()
         self._cancel = asyncio.Event()
         self.emit(UserMessage(text=prompt))
         self._append(Message(role="user", content=prompt, images=list(images or [])))
@@ -149,6 +153,7 @@ class AgentLoop:
             outcome = await self._run()
         finally:
             self.running = False
+            self.idle.set()
             self._stream_task = None
         self.emit(TurnEnded(reason=outcome.reason, final_text=outcome.final_text))  # type: ignore[arg-type]
         return outcome

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from tui.bus import Subscription
     from tui.events import ApprovalRequested, Event
     from tui.exec.backend import ExecutionBackend
+    from tui.extensions import Extensions
     from tui.security.approval import ApprovalAnswer
     from tui.session import AgentSession
     from tui.ui.approval.modal import ApprovalScreen
@@ -266,6 +267,13 @@ class AgentApp(App[int]):
             self.mirror.set_unavailable(None)
             self._start_pane_pump(session)
         self._banner()
+        self._start_extensions(session)
+
+    @work(group="extensions", exit_on_error=False, description="MCP servers, OpenAPI, cron")
+    async def _start_extensions(self, session: AgentSession) -> None:
+        """Adapter tools arrive while the person types; jobs run while the app is open."""
+        session.start_scheduler()
+        await session.start_extensions()
 
     def _banner(self) -> None:
         session = self.session
@@ -554,6 +562,86 @@ class AgentApp(App[int]):
             "here. /approve off ends it.",
             level="warning",
         )
+
+    async def _slash_mcp(self, argument: str) -> None:
+        extensions = self.session.extensions
+        if extensions is None:
+            return
+        verb, _, name = argument.partition(" ")
+        if verb == "restart" and name.strip():
+            self.chat.add_notice(f"restarting MCP server {name.strip()}…")
+            self._restart_mcp(extensions, name.strip())
+            return
+        if verb == "trust":
+            await self._trust_project(extensions)
+            return
+        if verb:
+            self.chat.add_notice("usage: /mcp, /mcp restart NAME, /mcp trust", level="warning")
+            return
+        self.chat.add_markdown("```text\n" + extensions.describe() + "\n```")
+
+    @work(group="mcp", exit_on_error=False, description="restart an MCP server")
+    async def _restart_mcp(self, extensions: Extensions, name: str) -> None:
+        try:
+            await extensions.restart(name)
+        except ValueError as error:
+            self.chat.add_notice(str(error), level="warning")
+            return
+        self.chat.add_markdown("```text\n" + extensions.describe() + "\n```")
+
+    async def _trust_project(self, extensions: Extensions) -> None:
+        from tui.extensions import save_trusted_project, workspace_key
+
+        if extensions.project_file is None:
+            self.chat.add_notice("this workspace has no .mcp.json", level="warning")
+            return
+        loaded = self.session.loaded
+        await asyncio.to_thread(
+            save_trusted_project, loaded.user_config_path, self.session.workspace
+        )
+        trusted = loaded.settings.mcp.trusted_projects
+        if workspace_key(self.session.workspace) not in trusted:
+            trusted.append(workspace_key(self.session.workspace))
+        self.chat.add_notice(
+            f"trusted {self.session.workspace} in {loaded.user_config_path}; its .mcp.json "
+            "servers start in new sessions (/clear starts one now)"
+        )
+
+    def _slash_tools(self, argument: str) -> None:
+        registry = self.session.registry
+        deferred = {tool.name for tool in registry.deferred_tools()}
+        rows = ["| tool | permission | state |", "|---|---|---|"]
+        for name in registry.names():
+            tool = registry.get(name)
+            if tool is None:
+                continue
+            state = "deferred (tool_search)" if name in deferred else "loaded"
+            rows.append(f"| `{name}` | {tool.permission.value} | {state} |")
+        self.chat.add_markdown("\n".join(rows))
+
+    async def _slash_cron(self, argument: str) -> None:
+        from tui.tools.context import ToolContext
+
+        session = self.session
+        if "cron_list" not in session.registry:
+            self.chat.add_notice("the cron tools are switched off", level="warning")
+            return
+        ctx = ToolContext("user-cron", "cron_list", session.backend, session.policy)
+        result = await session.registry.execute("cron_list", "{}", ctx)
+        self.chat.add_markdown("```text\n" + result.text + "\n```")
+
+    async def _slash_skills(self, argument: str) -> None:
+        from tui.tools.builtin import user_skills_dir
+        from tui.tools.skill import format_skill_list, list_skills
+
+        scan = await asyncio.to_thread(list_skills, self.session.workspace, user_skills_dir())
+        lines = [format_skill_list(scan) or "No skills found."]
+        lines.append(
+            f"\nLooked in {self.session.workspace}/.agent-tui/skills, "
+            f"{self.session.workspace}/.claude/skills and {user_skills_dir()}."
+        )
+        lines += [f"- problem: {problem}" for problem in scan.problems]
+        self.chat.add_markdown("\n".join(lines))
 
     def _slash_mode(self, argument: str) -> None:
         from tui.security.permissions import ApprovalMode

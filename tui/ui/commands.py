@@ -37,6 +37,12 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("resume", "/resume ID", "resume a saved session by id"),
     SlashCommand("grants", "/grants", "list what is allowed always, and revoke it"),
     SlashCommand("pane", "/pane [PANE_ID]", "show the mirrored tmux pane, or pick another"),
+    SlashCommand(
+        "mcp", "/mcp [restart NAME | trust]", "MCP servers and OpenAPI specs: state, restart, trust"
+    ),
+    SlashCommand("tools", "/tools", "every tool: permission, and whether it is loaded or deferred"),
+    SlashCommand("cron", "/cron", "the scheduled jobs and their last results"),
+    SlashCommand("skills", "/skills", "the skills the agent can load (SKILL.md folders)"),
 )
 BY_NAME = {command.name: command for command in COMMANDS}
 

@@ -1,0 +1,1 @@
+"""Small MCP servers for the adapter tests, written with the SDK's own server API."""

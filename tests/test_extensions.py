@@ -1,0 +1,234 @@
+"""MCP servers, OpenAPI specs and scheduled jobs joining a real session: configured in
+settings, started in the background, their tools offered to the model (or deferred to
+tool_search), failures turned into notices — through ``build_session`` and the loopback model
+server, with a real ``mcp-server-time`` process and a real loopback Petstore API."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.petstore_server import PetstoreServer
+from tests.scripted_server import ScriptedServer
+from tests.test_loop import (
+    Recorder,
+    answer,
+    call,
+    check_request,
+    result_text,
+    tool_names_of,
+    tools_step,
+)
+from tui.config import load_settings
+from tui.events import Notice, ScheduledJobFinished
+from tui.extensions import save_trusted_project, workspace_key
+from tui.session import AgentSession, build_session
+
+FIXTURES = Path(__file__).parent / "fixtures"
+DEADLINE = 30.0
+TIME_SERVER = {"command": sys.executable, "args": ["-m", "mcp_server_time"]}
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as running:
+        yield running
+    for request in running.requests:
+        check_request(request)
+
+
+@pytest.fixture
+def petstore() -> Iterator[str]:
+    server = PetstoreServer()
+    server.start()
+    yield server.url
+    server.stop()
+
+
+def make_session(
+    workspace: Path, model: ScriptedServer, **sections: Any
+) -> tuple[AgentSession, Recorder]:
+    overrides: dict[str, Any] = {
+        "provider": {
+            "name": "openai",
+            "model": "scripted-model",
+            "base_url": model.openai_base_url,
+            "api_key": "test-key-not-secret",
+        },
+        "approval": {"mode": "full-auto"},
+        **sections,
+    }
+    session = build_session(workspace, load_settings(workspace, overrides=overrides))
+    recorder = Recorder()
+    session.bus.add_listener(recorder)
+    return session, recorder
+
+
+def petstore_spec(base_url: str, **extra: Any) -> dict[str, Any]:
+    return {"spec": str(FIXTURES / "openapi_petstore_v3.0.yaml"), "base_url": base_url, **extra}
+
+
+async def test_openapi_tools_reach_the_model_and_call_the_api(
+    workspace: Path, model: ScriptedServer, petstore: str
+) -> None:
+    model.add(tools_step(call("p1", "pets__createPets", {"body": {"id": 7, "name": "Rex"}})))
+    model.add(tools_step(call("p2", "pets__showPetById", {"petId": "7"})))
+    model.add(answer("found it"))
+    session, _ = make_session(workspace, model, openapi={"pets": petstore_spec(f"{petstore}/open")})
+    try:
+        await asyncio.wait_for(session.start_extensions(), DEADLINE)
+        outcome = await asyncio.wait_for(session.submit("pet 1?"), DEADLINE)
+    finally:
+        await session.aclose()
+    assert outcome.reason == "completed"
+    offered = tool_names_of(model.requests[0])
+    assert {"pets__listPets", "pets__createPets", "pets__showPetById"} <= set(offered)
+    assert "tool_search" not in offered
+    assert "HTTP 201" in result_text(model.requests[1], "p1")
+    shown = result_text(model.requests[2], "p2")
+    assert "HTTP 200" in shown and '"name": "Rex"' in shown
+
+
+async def test_many_adapter_tools_are_deferred_behind_tool_search(
+    workspace: Path, model: ScriptedServer, petstore: str
+) -> None:
+    model.add(tools_step(call("s1", "tool_search", {"query": "list pets"})))
+    model.add(tools_step(call("p1", "pets__listPets", {"limit": 1})))
+    model.add(answer("listed"))
+    session, _ = make_session(
+        workspace,
+        model,
+        openapi={"pets": petstore_spec(f"{petstore}/open")},
+        agent={"defer_tools_above": 2},
+    )
+    try:
+        await asyncio.wait_for(session.start_extensions(), DEADLINE)
+        assert session.extensions is not None
+        assert "3 tool(s) deferred" in session.extensions.describe()
+        outcome = await asyncio.wait_for(session.submit("list pets"), DEADLINE)
+    finally:
+        await session.aclose()
+    assert outcome.reason == "completed"
+    first, second, _ = (tool_names_of(r) for r in model.requests)
+    assert "tool_search" in first and not any(n.startswith("pets__") for n in first)
+    assert "pets__listPets" in second
+    assert "pets__listPets" in result_text(model.requests[1], "s1")
+
+
+async def test_a_bad_spec_is_a_notice_not_a_failed_session(
+    workspace: Path, model: ScriptedServer, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("openapi: 3.0.0\ninfo: {title: x, version: '1'}\n")  # no paths
+    model.add(answer("still here"))
+    session, recorder = make_session(
+        workspace, model, openapi={"bad": {"spec": str(broken), "base_url": "http://x"}}
+    )
+    try:
+        await asyncio.wait_for(session.start_extensions(), DEADLINE)
+        outcome = await asyncio.wait_for(session.submit("hi"), DEADLINE)
+    finally:
+        await session.aclose()
+    assert outcome.reason == "completed"
+    notices = [e.message for e in recorder.events if isinstance(e, Notice)]
+    assert any("OpenAPI `bad`" in n and "paths" in n for n in notices), notices
+
+
+def test_trusting_a_project_keeps_the_rest_of_the_config(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("# mine\n[agent]\nmax_turns = 7\n")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    assert save_trusted_project(config, workspace)
+    assert not save_trusted_project(config, workspace)
+    text = config.read_text()
+    assert text.startswith("# mine\n[agent]\nmax_turns = 7\n")
+    assert workspace_key(workspace) in text
+
+
+async def test_scheduled_command_runs_while_the_session_is_open(
+    workspace: Path, model: ScriptedServer
+) -> None:
+    model.add(
+        tools_step(call("c1", "cron_add", {"command": "echo tick-$((40+2))", "after_seconds": 1}))
+    )
+    model.add(answer("scheduled"))
+    session, recorder = make_session(workspace, model)
+    try:
+        session.start_scheduler()
+        outcome = await asyncio.wait_for(session.submit("remind me"), DEADLINE)
+        assert outcome.reason == "completed", result_text(model.requests[1], "c1")
+        event = await recorder.wait_for(
+            lambda e: isinstance(e, ScheduledJobFinished), "the job to run"
+        )
+    finally:
+        await session.aclose()
+    assert isinstance(event, ScheduledJobFinished)
+    assert event.ok and "tick-42" in event.output and event.next_run is None
+    assert "exit code: 0" in event.output
+
+
+async def test_mcp_server_tools_reach_the_model(workspace: Path, model: ScriptedServer) -> None:
+    model.add(tools_step(call("m1", "time__get_current_time", {"timezone": "Asia/Tokyo"})))
+    model.add(tools_step(call("m2", "time__get_current_time", {"timezone": 5})))
+    model.add(answer("it is late"))
+    session, _ = make_session(workspace, model, mcp={"servers": {"time": TIME_SERVER}})
+    try:
+        await asyncio.wait_for(session.start_extensions(), DEADLINE)
+        assert session.extensions is not None
+        assert "connected" in session.extensions.describe()
+        outcome = await asyncio.wait_for(session.submit("time in Tokyo?"), DEADLINE)
+    finally:
+        await session.aclose()
+    assert outcome.reason == "completed"
+    assert "time__get_current_time" in tool_names_of(model.requests[0])
+    assert "Asia/Tokyo" in result_text(model.requests[1], "m1")
+    # A wrong argument type is caught against the server's own schema, before the server.
+    assert "timezone" in result_text(model.requests[2], "m2")
+
+
+async def test_project_mcp_json_waits_for_trust(
+    workspace: Path, model: ScriptedServer, tmp_path: Path
+) -> None:
+    import json
+
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"clock": TIME_SERVER}}))
+    session, _ = make_session(workspace, model)
+    try:
+        await asyncio.wait_for(session.start_extensions(), DEADLINE)
+        assert session.extensions is not None
+        described = session.extensions.describe()
+        assert "untrusted" in described and "/mcp trust" in described
+        assert not any(n.startswith("clock__") for n in session.registry.names())
+    finally:
+        await session.aclose()
+
+    trusted = {"trusted_projects": [workspace_key(workspace)]}
+    session, _ = make_session(workspace, model, mcp=trusted)
+    try:
+        await asyncio.wait_for(session.start_extensions(), DEADLINE)
+        assert "clock__get_current_time" in session.registry.names()
+    finally:
+        await session.aclose()
+
+
+async def test_a_server_that_cannot_start_is_a_notice(
+    workspace: Path, model: ScriptedServer
+) -> None:
+    model.add(answer("fine"))
+    broken = {"command": "/nonexistent/mcp-server", "startup_timeout": 5}
+    session, recorder = make_session(workspace, model, mcp={"servers": {"gone": broken}})
+    try:
+        await asyncio.wait_for(session.start_extensions(), DEADLINE)
+        outcome = await asyncio.wait_for(session.submit("hi"), DEADLINE)
+        assert session.extensions is not None
+        assert "failed" in session.extensions.describe()
+    finally:
+        await session.aclose()
+    assert outcome.reason == "completed"
+    assert any(isinstance(e, Notice) and "gone" in e.message for e in recorder.events)

@@ -1,0 +1,125 @@
+"""Reading a project's ``.mcp.json``: the server list other MCP clients share.
+
+The common format is ``{"mcpServers": {NAME: ENTRY}}`` where an entry is either a program to
+start (``command``, ``args``, ``env``, optionally ``cwd``) or a streamable-HTTP endpoint
+(``"type": "http"`` or ``"streamable-http"`` with ``url`` and ``headers``). A repository's file
+is not ours to fix, so every problem becomes one readable line naming the file, the server and
+what is wrong, and the good entries are still used.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from tui.config import McpServerSettings
+
+PROJECT_FILE = ".mcp.json"
+MAX_FILE_BYTES = 1024 * 1024
+"""A server list is a few hundred bytes; anything near this is not one."""
+
+_STDIO_TYPES = (None, "stdio")
+_HTTP_TYPES = ("http", "streamable-http", "streamable_http", "streamableHttp")
+_ENTRY_KEYS = ("command", "args", "env", "cwd", "url", "headers")
+
+
+def load_project_servers(workspace: Path) -> tuple[dict[str, McpServerSettings], list[str]]:
+    """The servers ``workspace/.mcp.json`` declares, and a line for each problem in it.
+
+    Never raises: a missing file is ``({}, [])``, a broken file is ``({}, [problem])`` and a
+    bad entry is skipped with a problem naming it.
+    """
+    path = workspace / PROJECT_FILE
+    if not path.exists():
+        return {}, []
+    data, problem = _read_json(path)
+    if problem is not None:
+        return {}, [problem]
+    if not isinstance(data, dict):
+        return {}, [
+            f'{path}: the top level must be an object like {{"mcpServers": {{...}}}}, '
+            f"not {_json_type(data)}"
+        ]
+    entries = data.get("mcpServers")
+    if entries is None:
+        return {}, [f'{path}: no "mcpServers" object; expected {{"mcpServers": {{NAME: {{...}}}}}}']
+    if not isinstance(entries, dict):
+        return {}, [f'{path}: "mcpServers" must be an object of servers, not {_json_type(entries)}']
+    servers: dict[str, McpServerSettings] = {}
+    problems: list[str] = []
+    for name, entry in entries.items():
+        settings, problem = _parse_entry(name, entry)
+        if settings is not None:
+            servers[name] = settings
+        else:
+            problems.append(f"{path}: server `{name}`: {problem}")
+    return servers, problems
+
+
+def _read_json(path: Path) -> tuple[Any, str | None]:
+    try:
+        if not path.is_file():
+            return None, f"{path}: not a regular file"
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return None, f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB; not a server list"
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return None, f"{path}: not UTF-8 text"
+    except OSError as exc:
+        return None, f"{path}: cannot be read ({exc.strerror or exc})"
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, f"{path}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})"
+    except RecursionError:
+        return None, f"{path}: not valid JSON (nested too deeply)"
+
+
+def _parse_entry(name: str, entry: Any) -> tuple[McpServerSettings | None, str]:
+    if not name.strip():
+        return None, "the server name is empty"
+    if not isinstance(entry, dict):
+        return None, f"must be an object with `command` or `url`, not {_json_type(entry)}"
+    kind = entry.get("type")
+    if kind == "sse":
+        return None, (
+            'the legacy "sse" transport is not supported; use the server\'s streamable-HTTP '
+            'endpoint with "type": "http"'
+        )
+    if kind not in _STDIO_TYPES and kind not in _HTTP_TYPES:
+        return None, f'unknown "type" {kind!r}; use "stdio" (or omit it) or "http"'
+    if kind in _HTTP_TYPES and "url" not in entry:
+        return None, f'"type": "{kind}" needs a "url"'
+    if kind == "stdio" and "command" not in entry:
+        return None, '"type": "stdio" needs a "command"'
+    fields = {key: entry[key] for key in _ENTRY_KEYS if key in entry}
+    try:
+        return McpServerSettings.model_validate(fields), ""
+    except ValidationError as exc:
+        return None, _describe(exc)
+
+
+def _describe(error: ValidationError) -> str:
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(part) for part in item["loc"])
+        message = item["msg"].removeprefix("Value error, ")
+        problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(problems)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
