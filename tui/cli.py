@@ -97,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not remote and not workspace.is_dir():
         return fail(f"workspace {workspace} is not a folder", EXIT_USAGE)
     if args.command == "tools":
-        return list_tools()
+        return list_tools(workspace)
     if args.command == "tool":
         return asyncio.run(run_tool(workspace, args.name, args.arguments, args.tool_approval_mode))
     if args.command == "sessions":
@@ -240,12 +240,13 @@ def list_sessions(workspace: Path) -> int:
     return EXIT_OK
 
 
-def list_tools() -> int:
+def list_tools(workspace: Path) -> int:
     from tui.tools.builtin import builtin_tools
+    from tui.tools.cron import CronStore, cron_tools
 
-    for tool in builtin_tools():
+    for tool in [*builtin_tools(None, workspace), *cron_tools(CronStore())]:
         summary = tool.description.strip().split("\n", 1)[0]
-        print(f"{tool.name:<14} {tool.permission.value:<19} {summary}")
+        print(f"{tool.name:<18} {tool.permission.value:<19} {summary}")
     return EXIT_OK
 
 

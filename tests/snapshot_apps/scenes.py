@@ -27,6 +27,8 @@ from tui.events import (
     Event,
     PaneSnapshot,
     RiskSegmentView,
+    TodoItem,
+    TodoListUpdated,
     ToolCallCompleted,
     ToolCallRequested,
     ToolCallStarted,
@@ -248,6 +250,20 @@ def working_events() -> list[Event]:
         ago=26,
         exit_code=1,
         duration_ms=1930,
+    )
+    events.append(
+        TodoListUpdated(
+            items=[
+                TodoItem(content="Find the failing check", status="completed"),
+                TodoItem(
+                    content="Fix the staging database URL",
+                    status="in_progress",
+                    active_form="Fixing the staging database URL",
+                ),
+                TodoItem(content="Rebuild and redeploy staging"),
+            ],
+            ts=at(23),
+        )
     )
     events += [
         Usage(input_tokens=9120, output_tokens=642, ts=at(22)),
