@@ -232,3 +232,29 @@ async def test_a_server_that_cannot_start_is_a_notice(
         await session.aclose()
     assert outcome.reason == "completed"
     assert any(isinstance(e, Notice) and "gone" in e.message for e in recorder.events)
+
+
+async def test_every_tool_can_be_switched_off_in_config(
+    workspace: Path, model: ScriptedServer, petstore: str
+) -> None:
+    everything = {
+        "openapi": {"pets": petstore_spec(f"{petstore}/open")},
+        "mcp": {"servers": {"time": TIME_SERVER}},
+        "agent": {"defer_tools_above": 2},
+    }
+    session, _ = make_session(workspace, model, **everything)
+    try:
+        await asyncio.wait_for(session.start_extensions(), DEADLINE)
+        names = session.registry.names()
+    finally:
+        await session.aclose()
+    assert {"tool_search", "cron_add", "config", "agent", "pets__listPets"} <= set(names)
+    assert "time__get_current_time" in names
+
+    off = dict.fromkeys(names, False)
+    session, _ = make_session(workspace, model, tools=off, **everything)
+    try:
+        await asyncio.wait_for(session.start_extensions(), DEADLINE)
+        assert session.registry.names() == []
+    finally:
+        await session.aclose()

@@ -94,6 +94,8 @@ async def send(pilot: Pilot, app: AgentApp, text: str) -> None:
 async def turn_done(pilot: Pilot, app: AgentApp, requests: int, server: ScriptedServer) -> None:
     await until(pilot, lambda: len(server.requests) >= requests, f"{requests} requests")
     await until(pilot, lambda: not app.session.loop.running, "the turn to end")  # type: ignore[union-attr]
+    # The loop is done; its last events may still be a frame away from the panels.
+    await until(pilot, lambda: app.tools.running == 0, "the tool blocks to finish")
     await pilot.pause(0.05)
 
 
