@@ -21,7 +21,7 @@ import os
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -31,6 +31,7 @@ from croniter import croniter  # type: ignore[import-untyped]
 from pydantic import Field, field_validator, model_validator
 
 from tui.security.permissions import PermissionMode
+from tui.tools import sqlite_db
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.context import ToolContext
 from tui.tools.errors import ExecutionFailed, InvalidArguments, NotFound
@@ -43,7 +44,6 @@ MAX_DELAY_SECONDS = 366 * 24 * 3600.0
 OUTPUT_LIMIT = 16_000
 """Characters of a run's output kept in the database (head and tail, with a marker)."""
 EXCERPT_CHARS = 120
-BUSY_TIMEOUT_MS = 30_000
 
 T = TypeVar("T")
 JobKind = Literal["command", "prompt"]
@@ -363,60 +363,12 @@ class DuePlan:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    """A fresh autocommit connection with WAL, a busy timeout and ``cron_jobs`` in place.
-
-    The memory tables may share the file: only our own table is created here.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-    conn.row_factory = sqlite3.Row
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        exists = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'cron_jobs'"
-        ).fetchone()
-        if exists is None:
-            _create_schema(conn)
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+    """The memory tables may share the file: only our own table is created here."""
+    return sqlite_db.connect(path, _SCHEMA, marker="cron_jobs")
 
 
-def _create_schema(conn: sqlite3.Connection) -> None:
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-
-
-@contextlib.contextmanager
-def _transaction(path: Path) -> Iterator[sqlite3.Connection]:
-    """A connection inside ``BEGIN IMMEDIATE``: committed on success, rolled back otherwise."""
-    conn = _connect(path)
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-    finally:
-        conn.close()
+def _transaction(path: Path) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+    return sqlite_db.transaction(path, _SCHEMA, marker="cron_jobs")
 
 
 class CronStore:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,11 +22,11 @@ from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.context import ToolContext
 from tui.tools.errors import ExecutionFailed, InvalidArguments, NotFound
 from tui.tools.result import ToolResult
+from tui.tools.sqlite_db import connect, split_statements
 
 Category = Literal["core", "daily", "conversation"]
 
 RECALL_CONTENT_LIMIT = 500
-BUSY_TIMEOUT_MS = 30_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
@@ -59,45 +58,11 @@ def memory_db_path() -> Path:
     return data_dir() / "memory.sqlite3"
 
 
+_STATEMENTS = split_statements(_SCHEMA)
+
+
 def _connect(path: Path) -> sqlite3.Connection:
-    """A fresh autocommit connection with WAL, a busy timeout and the schema in place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-        while True:
-            try:
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    for statement in _split_schema():
-                        conn.execute(statement)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                break
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _split_schema() -> list[str]:
-    """The schema as single statements (``executescript`` would commit our transaction)."""
-    statements: list[str] = []
-    buffer = ""
-    for line in _SCHEMA.strip().splitlines():
-        buffer += line + "\n"
-        if sqlite3.complete_statement(buffer):
-            statements.append(buffer.strip())
-            buffer = ""
-    return statements
+    return connect(path, _STATEMENTS, marker="memories")
 
 
 def _now() -> str:
