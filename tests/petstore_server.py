@@ -99,6 +99,9 @@ def _error(code: int, message: str) -> dict[str, Any]:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes: with Nagle on, a kept-alive connection
+    # waits out the client's delayed ACK (40 ms) before every body.
+    disable_nagle_algorithm = True
     server: _HTTPServer
 
     def log_message(self, format: str, *args: object) -> None:

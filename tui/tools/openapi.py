@@ -38,6 +38,7 @@ from tui.tools.openapi_spec import (
 )
 from tui.tools.result import ToolResult
 from tui.tools.schema_tool import RawParams, SchemaTool
+from tui.tools.tls import tls_context
 from tui.tools.truncation import TruncationRule, save_full_output
 from tui.tools.web import USER_AGENT, html_to_text
 
@@ -645,7 +646,10 @@ class OpenApiOperationTool(SchemaTool[RawParams]):
             async with (
                 asyncio.timeout(timeout),
                 httpx.AsyncClient(
-                    follow_redirects=False, timeout=limits, trust_env=False
+                    follow_redirects=False,
+                    timeout=limits,
+                    trust_env=False,
+                    verify=await tls_context(),
                 ) as client,
                 client.stream(
                     request.method, request.url, headers=request.headers, content=request.content

@@ -8,8 +8,10 @@ tools are sent from the next request on.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
@@ -39,19 +41,40 @@ def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
 
-def score(tool: Tool[Any], words: set[str]) -> float:
+@dataclass(frozen=True)
+class ToolWords:
+    """A tool's words, sorted so a prefix match is a binary search, not a scan."""
+
+    name: tuple[str, ...]
+    text: tuple[str, ...]
+
+    @classmethod
+    def of(cls, tool: Tool[Any]) -> ToolWords:
+        name = _words(tool.name.replace("__", " ").replace("_", " "))
+        return cls(tuple(sorted(name)), tuple(sorted(_words(tool.description[:2000]))))
+
+
+def _has(words: tuple[str, ...], word: str) -> bool:
+    at = bisect.bisect_left(words, word)
+    return at < len(words) and words[at] == word
+
+
+def _has_prefix(words: tuple[str, ...], prefix: str) -> bool:
+    at = bisect.bisect_left(words, prefix)
+    return at < len(words) and words[at].startswith(prefix)
+
+
+def score(words: ToolWords, query: set[str]) -> float:
     """Name words weigh most, then description words; a prefix match counts half."""
-    name_words = _words(tool.name.replace("__", " ").replace("_", " "))
-    text_words = _words(tool.description[:2000])
     total = 0.0
-    for word in words:
-        if word in name_words:
+    for word in query:
+        if _has(words.name, word):
             total += 3
-        elif any(n.startswith(word) for n in name_words):
+        elif _has_prefix(words.name, word):
             total += 1.5
-        if word in text_words:
+        if _has(words.text, word):
             total += 1
-        elif any(t.startswith(word) for t in text_words if len(word) >= 4):
+        elif len(word) >= 4 and _has_prefix(words.text, word):
             total += 0.5
     return total
 
@@ -65,9 +88,19 @@ class ToolSearchTool(Tool[ToolSearchParams]):
 
     def __init__(self, registry: ToolRegistry) -> None:
         self.registry = registry
-        self.description = self._describe()
+        self._words: dict[str, tuple[Tool[Any], ToolWords]] = {}
 
-    def _describe(self) -> str:
+    def _words_of(self, tool: Tool[Any]) -> ToolWords:
+        cached = self._words.get(tool.name)
+        if cached is None or cached[0] is not tool:
+            cached = (tool, ToolWords.of(tool))
+            self._words[tool.name] = cached
+        return cached[1]
+
+    @property  # type: ignore[override]
+    def description(self) -> str:  # type: ignore[override]
+        """Built when the definitions are: the loop rebuilds those whenever the set of loaded
+        tools changes, so the count and sources it names stay current."""
         sources: dict[str, int] = {}
         for tool in self.registry.deferred_tools():
             source = tool.name.split("__", 1)[0] if "__" in tool.name else "other"
@@ -103,7 +136,7 @@ Examples: {{"query": "create issue github"}}; {{"query": "select:petstore__getPe
         else:
             words = _words(query)
             ranked = sorted(
-                ((score(tool, words), tool) for tool in deferred.values()),
+                ((score(self._words_of(tool), words), tool) for tool in deferred.values()),
                 key=lambda pair: -pair[0],
             )
             found = [tool for points, tool in ranked if points > 0][: params.max_results]

@@ -24,6 +24,7 @@ from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.context import ToolContext
 from tui.tools.errors import ExecutionFailed, InvalidArguments
 from tui.tools.result import ToolResult
+from tui.tools.tls import tls_context
 
 MAX_BODY_BYTES = 5 * 1024 * 1024
 MAX_REDIRECTS = 5
@@ -87,6 +88,7 @@ async def _request(
                 max_redirects=MAX_REDIRECTS,
                 timeout=limits,
                 trust_env=False,
+                verify=await tls_context(),
                 event_hooks={"request": [judge]},
             ) as client,
             client.stream(method, url, headers=all_headers, content=content, data=data) as response,
