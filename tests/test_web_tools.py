@@ -6,6 +6,7 @@ import json
 import socket
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -99,6 +100,33 @@ class Handler(BaseHTTPRequestHandler):
                 "x_test": self.headers.get("X-Test"),
             }
             self._send(201, json.dumps(payload).encode(), "application/json")
+        elif path == "/searxng":
+            # SearXNG's search endpoint: JSON when the form asks for it (a hand-written answer
+            # in the shape SearXNG documents for format=json, with one malformed entry).
+            form = urllib.parse.parse_qs(body.decode())
+            if form.get("format") != ["json"]:
+                self._send(200, b"<html>not json</html>", "text/html")
+                return
+            answer = {
+                "query": form["q"][0],
+                "number_of_results": 0,
+                "results": [
+                    {
+                        "url": "https://docs.python.org/3/library/asyncio.html",
+                        "title": "asyncio  —  Asynchronous I/O",
+                        "content": "asyncio is a library\n to write concurrent code.",
+                        "engine": "duckduckgo",
+                        "score": 3.0,
+                    },
+                    {"url": 7, "title": None},
+                    {"url": "https://example.org/q", "title": f"About {form['q'][0]}"},
+                ],
+                "answers": [],
+                "suggestions": [],
+            }
+            self._send(200, json.dumps(answer).encode(), "application/json")
+        elif path == "/searxng-broken":
+            self._send(200, b'{"results": "nope"', "application/json")
         elif path.startswith("/search/"):
             name = path.removeprefix("/search/")
             status = 202 if "anomaly" in name else 200
@@ -288,6 +316,35 @@ async def test_search_anomaly_is_rate_limited(
 ) -> None:
     text = await search(harness, server, "ddg_lite_anomaly_202_trimmed.html", monkeypatch)
     assert text.startswith("ERROR") and "rate-limited" in text
+
+
+async def test_searxng_json_results(workspace: Path, server: str) -> None:
+    harness = make_harness(workspace)
+    search = harness.registry.get("web_search")
+    search.search_url = f"{server}/searxng"  # type: ignore[union-attr]
+    result = await harness.call("web_search", {"query": "asyncio"})
+    assert not result.is_error, result.text
+    assert "1. asyncio — Asynchronous I/O\n   https://docs.python.org/3/library/asyncio.html" in (
+        result.text
+    )
+    assert "asyncio is a library to write concurrent code." in result.text
+    assert "2. About asyncio" in result.text and "3. " not in result.text
+    search.search_url = f"{server}/searxng-broken"  # type: ignore[union-attr]
+    broken = await harness.call("web_search", {"query": "asyncio"})
+    assert broken.text.startswith("No results")
+
+
+def test_search_url_comes_from_config(tmp_path: Path) -> None:
+    from tui.config import load_settings
+    from tui.session import build_session
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / ".agent-tui.toml").write_text('[web]\nsearch_url = "http://127.0.0.1:9/s"\n')
+    session = build_session(workspace, load_settings(workspace, env={}))
+    tool = session.registry.get("web_search")
+    assert tool is not None and tool.endpoint() == "http://127.0.0.1:9/s"  # type: ignore[attr-defined]
+    session.transcript.close()
 
 
 # ------------------------------------------------------------------ [security] host lists

@@ -143,6 +143,16 @@ class ToolsSettings(RootModel[dict[str, bool]]):
         return sorted(name for name, on in self.root.items() if not on)
 
 
+class WebSettings(BaseModel):
+    """Where web_search sends queries."""
+
+    model_config = _SECTION
+
+    search_url: str | None = None
+    """A SearXNG instance's search URL (its JSON API is used), e.g.
+    ``http://127.0.0.1:8888/search``; unset uses DuckDuckGo's HTML endpoint."""
+
+
 class McpServerSettings(BaseModel):
     """One MCP server: a command to start (stdio) or a URL (streamable HTTP)."""
 
@@ -319,6 +329,7 @@ class Settings(BaseModel):
     hooks: HooksSettings = Field(default_factory=HooksSettings)
     tmux: TmuxSettings = Field(default_factory=TmuxSettings)
     ssh: SshSettings = Field(default_factory=SshSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     openapi: dict[str, OpenApiSpecSettings] = Field(default_factory=dict)
     """``[openapi.NAME]`` tables; tools appear as ``NAME__operationId``."""
@@ -882,6 +893,7 @@ _EXAMPLES: dict[KeyPath, str] = {
     ("provider", "max_tokens"): "8192",
     ("agent", "system_prompt"): '"Prefer small, reviewed changes."',
     ("agent", "json_schema"): '"answer.schema.json"',
+    ("web", "search_url"): '"http://127.0.0.1:8888/search"',
     ("security", "allowed_hosts"): '["api.github.com", "example.com"]',
     ("approval", "timeout"): "300",
     ("security", "command_allowlist"): '["git", "ls", "cat"]',

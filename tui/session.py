@@ -213,6 +213,9 @@ def build_session(
         for tool in builtin_tools(backend, workspace if local_paths else None)
         if settings.tools.enabled(tool.name)
     )
+    search = registry.get("web_search")
+    if search is not None:
+        search.search_url = settings.web.search_url  # type: ignore[attr-defined]
     skill = registry.get("skill")
     warnings.extend(getattr(skill, "problems", []))
     extensions = Extensions(

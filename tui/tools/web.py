@@ -535,23 +535,40 @@ When to use: finding documentation, error messages, release notes, or any page y
 have a URL for yet.
 When NOT to use: when you already know the URL (use fetch_url); for code in the workspace
 (use the file search tools).
-Disambiguation: returns only result summaries; read a result with fetch_url.
+Disambiguation: returns only result summaries; read a result with fetch_url. The engine is
+DuckDuckGo unless the person configured another (a SearXNG instance).
 Examples: {"query": "httpx AsyncClient follow_redirects"};
 {"query": "python 3.12 release notes", "max_results": 3}"""
 
+    def __init__(self, search_url: str | None = None) -> None:
+        self.search_url = search_url
+        """``[web] search_url``; unset falls back to ``AGENT_TUI_SEARCH_URL``, then DuckDuckGo."""
+
+    def endpoint(self) -> str:
+        return self.search_url or os.environ.get(SEARCH_URL_ENV) or DEFAULT_SEARCH_URL
+
     def access(self, params: WebSearchParams) -> ToolAccess:
-        return ToolAccess(permission=PermissionMode.READ_ONLY, subject=_search_url())
+        return ToolAccess(permission=PermissionMode.READ_ONLY, subject=self.endpoint())
 
     async def execute(self, params: WebSearchParams, ctx: ToolContext) -> ToolResult:
+        endpoint = self.endpoint()
+        form = {"q": params.query, "b": ""}
+        if not _is_duckduckgo(endpoint):
+            # SearXNG answers JSON when asked; an HTML-only endpoint ignores the field.
+            form = {"q": params.query, "format": "json"}
         fetched = await _request(
             "POST",
-            _search_url(),
+            endpoint,
             timeout=20,
-            data={"q": params.query, "b": ""},
-            headers={"Accept": "text/html"},
+            data=form,
+            headers={"Accept": "application/json, text/html;q=0.9"},
             check_host=ctx.policy.check_url,
         )
         html = fetched.body.decode(_charset(fetched.headers), errors="replace")
+        if fetched.headers.get("content-type", "").startswith("application/json"):
+            if not 200 <= fetched.status < 300:
+                raise _status_error(fetched)
+            return _result_text(params.query, parse_searxng_results(html)[: params.max_results])
         if is_anomaly_page(fetched.status, html):
             raise ExecutionFailed(
                 f"the search was rate-limited: DuckDuckGo answered with a bot challenge "
@@ -560,21 +577,45 @@ Examples: {"query": "httpx AsyncClient follow_redirects"};
             )
         if not 200 <= fetched.status < 300:
             raise _status_error(fetched)
-        results = parse_search_results(html)[: params.max_results]
-        if not results:
-            return ToolResult(f"No results for {params.query!r}.", {"count": 0})
-        blocks = [
-            f"{i}. {r.title}\n   {r.url}" + (f"\n   {r.snippet}" if r.snippet else "")
-            for i, r in enumerate(results, 1)
-        ]
-        return ToolResult(
-            f"Results for {params.query!r}:\n\n" + "\n\n".join(blocks),
-            {"count": len(results), "urls": [r.url for r in results]},
-        )
+        return _result_text(params.query, parse_search_results(html)[: params.max_results])
 
 
-def _search_url() -> str:
-    return os.environ.get(SEARCH_URL_ENV) or DEFAULT_SEARCH_URL
+def _result_text(query: str, results: list[SearchResult]) -> ToolResult:
+    if not results:
+        return ToolResult(f"No results for {query!r}.", {"count": 0})
+    blocks = [
+        f"{i}. {r.title}\n   {r.url}" + (f"\n   {r.snippet}" if r.snippet else "")
+        for i, r in enumerate(results, 1)
+    ]
+    return ToolResult(
+        f"Results for {query!r}:\n\n" + "\n\n".join(blocks),
+        {"count": len(results), "urls": [r.url for r in results]},
+    )
+
+
+def _is_duckduckgo(url: str) -> bool:
+    host = (urllib.parse.urlsplit(url).hostname or "").lower()
+    return host == "duckduckgo.com" or host.endswith(".duckduckgo.com")
+
+
+def parse_searxng_results(text: str) -> list[SearchResult]:
+    """Results from a SearXNG ``format=json`` answer; anything malformed is skipped."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    items = data.get("results") if isinstance(data, dict) else None
+    results: list[SearchResult] = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        title, url = item.get("title"), item.get("url")
+        if not (isinstance(title, str) and isinstance(url, str) and title.strip()):
+            continue
+        content = item.get("content")
+        snippet = " ".join(content.split()) if isinstance(content, str) else ""
+        results.append(SearchResult(" ".join(title.split()), url, snippet))
+    return results
 
 
 def web_tools() -> list[Tool[Any]]:
