@@ -258,3 +258,25 @@ async def test_every_tool_can_be_switched_off_in_config(
         assert session.registry.names() == []
     finally:
         await session.aclose()
+
+
+async def test_scheduled_prompt_is_a_turn_of_its_own(
+    workspace: Path, model: ScriptedServer
+) -> None:
+    model.add(tools_step(call("c1", "cron_add", {"prompt": "check the disk", "after_seconds": 1})))
+    model.add(answer("scheduled"))
+    model.add(answer("disk is fine"))
+    session, recorder = make_session(workspace, model)
+    try:
+        session.start_scheduler()
+        outcome = await asyncio.wait_for(session.submit("remind me"), DEADLINE)
+        assert outcome.reason == "completed", result_text(model.requests[1], "c1")
+        event = await recorder.wait_for(
+            lambda e: isinstance(e, ScheduledJobFinished), "the prompt job to run"
+        )
+    finally:
+        await session.aclose()
+    assert isinstance(event, ScheduledJobFinished)
+    assert event.ok and event.job_kind == "prompt" and event.output == "disk is fine"
+    sent = model.requests[2].body["messages"][-1]  # type: ignore[index]
+    assert sent["role"] == "user" and sent["content"] == "[scheduled job] check the disk"

@@ -553,3 +553,25 @@ def test_text_beside_images_is_bounded() -> None:
     assert len(result.images) == 1
     assert result.details["truncated_chars"] == 40000 - 16000
     assert result.text.endswith("[24000 characters of text cut]")
+
+
+def test_project_file_fills_environment_variables(workspace: Path) -> None:
+    write_project(
+        workspace,
+        {
+            "mcpServers": {
+                "api": {
+                    "type": "http",
+                    "url": "${API_BASE:-https://default.test}/mcp",
+                    "headers": {"Authorization": "Bearer ${API_TOKEN}"},
+                },
+                "tool": {"command": "${HOME}/bin/srv", "args": ["--dir", "${DATA_DIR}"]},
+            }
+        },
+    )
+    env = {"API_TOKEN": "t0k3n", "HOME": "/home/me"}
+    servers, problems = load_project_servers(workspace, env)
+    assert servers["api"].url == "https://default.test/mcp"
+    assert servers["api"].headers == {"Authorization": "Bearer t0k3n"}
+    assert "tool" not in servers
+    assert len(problems) == 1 and "`tool`" in problems[0] and "DATA_DIR" in problems[0]

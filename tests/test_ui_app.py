@@ -662,3 +662,53 @@ async def test_task_list_and_agent_messages_show_without_asking(workspace: Path,
         assert "Fixing it" in shown and "Read the logs" in shown
         notes = list(app.chat.query(AgentNote))
         assert [str(n.render()) for n in notes] == ["Found the culprit"]
+
+
+async def test_adapters_start_in_the_background_and_slash_commands_list_them(
+    workspace: Path, server
+) -> None:
+    from tests.petstore_server import PetstoreServer
+    from tui.ui.chat.panel import NoticeLine
+
+    petstore = PetstoreServer()
+    petstore.start()
+    spec = Path(__file__).parent / "fixtures" / "openapi_petstore_v3.0.yaml"
+    skill = workspace / ".agent-tui" / "skills" / "deploy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: deploy\ndescription: Ship it safely\n---\nSteps.\n")
+    loaded = load_settings(
+        workspace,
+        overrides={
+            "provider": {"name": "openai", "model": "scripted", "base_url": server.openai_base_url},
+            "openapi": {"pets": {"spec": str(spec), "base_url": f"{petstore.url}/open"}},
+        },
+        env={},
+    )
+    app = app_for(build_session(workspace, loaded))
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await until(pilot, lambda: "pets__listPets" in app.session.registry, "the API tools")
+
+            def chat_text() -> str:
+                # Markdown entries keep their source; the others render to plain text.
+                return "\n".join(
+                    getattr(w, "source", None) or str(w.render()) for w in app.chat.children
+                )
+
+            for command in ("/mcp", "/tools", "/skills", "/cron"):
+                await send(pilot, app, command)
+            await until(pilot, lambda: "No scheduled jobs" in chat_text(), "/cron's answer")
+            text = chat_text()
+            assert "OpenAPI `pets`: 3 tool(s)" in text and "No MCP servers configured" in text
+            assert "pets__showPetById" in text and "read-only" in text
+            assert "deploy" in text and "Ship it safely" in text
+            await send(pilot, app, "/mcp restart nothing")
+            await until(
+                pilot,
+                lambda: any(
+                    "no MCP servers" in str(n.render()) for n in app.chat.query(NoticeLine)
+                ),
+                "the restart refusal",
+            )
+    finally:
+        petstore.stop()

@@ -81,7 +81,9 @@ class AgentSession:
             return JobOutcome(False, self.provider_error or "no model provider is configured")
         while self.loop.running:
             await self.loop.idle.wait()
-        outcome = await self.loop.submit(prompt)
+        # Marked, so neither the person reading the chat nor the model takes it for a message
+        # typed just now.
+        outcome = await self.loop.submit(f"[scheduled job] {prompt}")
         ok = outcome.reason == "completed"
         return JobOutcome(ok, outcome.final_text if ok else (outcome.error or outcome.reason))
 

@@ -5,11 +5,18 @@ start (``command``, ``args``, ``env``, optionally ``cwd``) or a streamable-HTTP 
 (``"type": "http"`` or ``"streamable-http"`` with ``url`` and ``headers``). A repository's file
 is not ours to fix, so every problem becomes one readable line naming the file, the server and
 what is wrong, and the good entries are still used.
+
+``${VAR}`` and ``${VAR:-default}`` in ``command``, ``args``, ``env``, ``url`` and ``headers``
+are filled from the person's environment, as other clients do, so a shared file names a token
+without holding it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +33,34 @@ _HTTP_TYPES = ("http", "streamable-http", "streamable_http", "streamableHttp")
 _ENTRY_KEYS = ("command", "args", "env", "cwd", "url", "headers")
 
 
-def load_project_servers(workspace: Path) -> tuple[dict[str, McpServerSettings], list[str]]:
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_variables(value: Any, env: Mapping[str, str], missing: list[str]) -> Any:
+    """``value`` with ``${VAR}`` / ``${VAR:-default}`` filled in, through lists and objects;
+    variables that are unset and have no default are added to ``missing``."""
+    if isinstance(value, str):
+
+        def fill(match: re.Match[str]) -> str:
+            name, default = match.group(1), match.group(2)
+            if name in env:
+                return env[name]
+            if default is not None:
+                return default
+            missing.append(name)
+            return ""
+
+        return _VARIABLE.sub(fill, value)
+    if isinstance(value, list):
+        return [expand_variables(item, env, missing) for item in value]
+    if isinstance(value, dict):
+        return {key: expand_variables(item, env, missing) for key, item in value.items()}
+    return value
+
+
+def load_project_servers(
+    workspace: Path, env: Mapping[str, str] | None = None
+) -> tuple[dict[str, McpServerSettings], list[str]]:
     """The servers ``workspace/.mcp.json`` declares, and a line for each problem in it.
 
     Never raises: a missing file is ``({}, [])``, a broken file is ``({}, [problem])`` and a
@@ -51,7 +85,7 @@ def load_project_servers(workspace: Path) -> tuple[dict[str, McpServerSettings],
     servers: dict[str, McpServerSettings] = {}
     problems: list[str] = []
     for name, entry in entries.items():
-        settings, problem = _parse_entry(name, entry)
+        settings, problem = _parse_entry(name, entry, os.environ if env is None else env)
         if settings is not None:
             servers[name] = settings
         else:
@@ -78,7 +112,9 @@ def _read_json(path: Path) -> tuple[Any, str | None]:
         return None, f"{path}: not valid JSON (nested too deeply)"
 
 
-def _parse_entry(name: str, entry: Any) -> tuple[McpServerSettings | None, str]:
+def _parse_entry(
+    name: str, entry: Any, env: Mapping[str, str]
+) -> tuple[McpServerSettings | None, str]:
     if not name.strip():
         return None, "the server name is empty"
     if not isinstance(entry, dict):
@@ -95,7 +131,13 @@ def _parse_entry(name: str, entry: Any) -> tuple[McpServerSettings | None, str]:
         return None, f'"type": "{kind}" needs a "url"'
     if kind == "stdio" and "command" not in entry:
         return None, '"type": "stdio" needs a "command"'
-    fields = {key: entry[key] for key in _ENTRY_KEYS if key in entry}
+    missing: list[str] = []
+    fields = {
+        key: expand_variables(entry[key], env, missing) for key in _ENTRY_KEYS if key in entry
+    }
+    if missing:
+        names = ", ".join(dict.fromkeys(missing))
+        return None, f"needs the environment variable(s) {names}, which are not set"
     try:
         return McpServerSettings.model_validate(fields), ""
     except ValidationError as exc:

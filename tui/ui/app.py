@@ -578,7 +578,7 @@ class AgentApp(App[int]):
         if verb:
             self.chat.add_notice("usage: /mcp, /mcp restart NAME, /mcp trust", level="warning")
             return
-        self.chat.add_markdown("```text\n" + extensions.describe() + "\n```")
+        self.chat.add_info("/mcp", extensions.describe())
 
     @work(group="mcp", exit_on_error=False, description="restart an MCP server")
     async def _restart_mcp(self, extensions: Extensions, name: str) -> None:
@@ -587,7 +587,7 @@ class AgentApp(App[int]):
         except ValueError as error:
             self.chat.add_notice(str(error), level="warning")
             return
-        self.chat.add_markdown("```text\n" + extensions.describe() + "\n```")
+        self.chat.add_info("/mcp", extensions.describe())
 
     async def _trust_project(self, extensions: Extensions) -> None:
         from tui.extensions import save_trusted_project, workspace_key
@@ -628,7 +628,7 @@ class AgentApp(App[int]):
             return
         ctx = ToolContext("user-cron", "cron_list", session.backend, session.policy)
         result = await session.registry.execute("cron_list", "{}", ctx)
-        self.chat.add_markdown("```text\n" + result.text + "\n```")
+        self.chat.add_info("/cron", result.text)
 
     async def _slash_skills(self, argument: str) -> None:
         from tui.tools.builtin import user_skills_dir

@@ -76,6 +76,10 @@ class AgentNote(Static):
     """A message the agent sent mid-task (``send_user_message``)."""
 
 
+class InfoBox(Static):
+    """Plain text a command printed (``/mcp``, ``/cron``): wrapped, never clipped."""
+
+
 class Banner(Static):
     """The first thing in the chat: what this session is, or what to set when it cannot talk."""
 
@@ -213,6 +217,12 @@ class ChatPanel(TailFollowing):
         note.border_title = f"↳ sub-agent {loop_id.rsplit('.', 1)[-1]}"
         self._add(note)
         return note
+
+    def add_info(self, title: str, text: str) -> InfoBox:
+        box = InfoBox(Text(text))
+        box.border_title = title
+        self._add(box)
+        return box
 
     def add_markdown(self, markdown: str) -> Markdown:
         bubble = AssistantBubble(markdown, classes="-system")
