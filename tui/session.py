@@ -276,7 +276,8 @@ def build_session(
                 if part
             )
             or None,
-            tools=registry.names(),
+            # No tool list here: MCP and OpenAPI tools arrive after this, `config` can switch
+            # tools off, and the request's definitions always carry the live set.
         )
     session = AgentSession(
         workspace=workspace,
