@@ -282,3 +282,17 @@ async def test_tool_search_select_and_no_match(harness: Harness) -> None:
     assert "No deferred tool matches" in none.text and "1 remain" in none.text
     after = {d["function"]["name"] for d in harness.registry.definitions()}
     assert "svc__beta" in after and "svc__alpha" not in after
+
+
+async def test_a_relative_schema_path_is_read_beside_its_config_file(
+    model: ScriptedServer, workspace: Path
+) -> None:
+    (workspace / "schemas").mkdir()
+    (workspace / "schemas" / "a.json").write_text(json.dumps(SCHEMA))
+    (workspace / "sub").mkdir()
+    (workspace / ".agent-tui.toml").write_text('[agent]\njson_schema = "schemas/a.json"\n')
+    model.add(tools_step(call("s1", "structured_output", {"city": "Lima", "temp_c": 19})))
+    # The session's workspace is a subfolder: the file is found beside the config, not in it.
+    async with open_session("openai", model, workspace / "sub") as (session, _):
+        outcome = await submit(session, "weather")
+    assert outcome.structured_output == {"city": "Lima", "temp_c": 19}

@@ -161,9 +161,7 @@ def build_session(
     """
     settings = loaded.settings
     answer_schema = (
-        load_json_schema(Path(settings.agent.json_schema).expanduser())
-        if settings.agent.json_schema
-        else None
+        load_json_schema(schema_path(loaded, workspace)) if settings.agent.json_schema else None
     )
     bus = EventBus()
     store = SessionStore()
@@ -299,6 +297,19 @@ def build_session(
     for warning in warnings:
         bus.publish(Notice(message=warning, level="warning"))
     return session
+
+
+def schema_path(loaded: LoadedSettings, workspace: Path) -> Path:
+    """``[agent] json_schema``: a relative path is read from the folder of the config file that
+    set it (``--json-schema`` already made its path absolute), else from the workspace."""
+    path = Path(str(loaded.settings.agent.json_schema)).expanduser()
+    if path.is_absolute():
+        return path
+    origin = loaded.origin("agent.json_schema")
+    for config_file in (loaded.workspace_config_path, loaded.user_config_path):
+        if config_file is not None and str(config_file) in origin:
+            return config_file.parent / path
+    return workspace / path
 
 
 def _record(transcript: Transcript, event: Event) -> None:
