@@ -280,3 +280,32 @@ async def test_scheduled_prompt_is_a_turn_of_its_own(
     assert event.ok and event.job_kind == "prompt" and event.output == "disk is fine"
     sent = model.requests[2].body["messages"][-1]  # type: ignore[index]
     assert sent["role"] == "user" and sent["content"] == "[scheduled job] check the disk"
+
+
+async def test_closing_while_a_server_still_starts_leaves_nothing(
+    workspace: Path, model: ScriptedServer, tmp_path: Path
+) -> None:
+    """Quitting the app seconds after opening it, while a server never finishes starting."""
+    import uuid
+
+    from tests.test_loop import live_with
+
+    toolbox = Path(__file__).parent / "mcp_servers" / "toolbox.py"
+    marker = f"never-ready-{uuid.uuid4().hex[:8]}"
+    silent = {
+        "command": sys.executable,
+        "args": [str(toolbox), "silent", str(tmp_path / marker)],
+        "startup_timeout": 60,
+    }
+    session, _ = make_session(workspace, model, mcp={"servers": {"slow": silent}})
+    starting = asyncio.ensure_future(session.start_extensions())
+    deadline = asyncio.get_running_loop().time() + DEADLINE
+    while not live_with(marker):
+        assert asyncio.get_running_loop().time() < deadline, "the server never started"
+        await asyncio.sleep(0.02)
+    started = asyncio.get_running_loop().time()
+    await asyncio.wait_for(session.aclose(), 10)
+    starting.cancel()
+    await asyncio.gather(starting, return_exceptions=True)
+    assert asyncio.get_running_loop().time() - started < 10
+    assert not live_with(marker), "the MCP server outlived the session"
