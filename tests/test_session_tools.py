@@ -296,3 +296,18 @@ async def test_a_relative_schema_path_is_read_beside_its_config_file(
     async with open_session("openai", model, workspace / "sub") as (session, _):
         outcome = await submit(session, "weather")
     assert outcome.structured_output == {"city": "Lima", "temp_c": 19}
+
+
+async def test_closing_the_session_stops_a_repl_even_after_it_was_switched_off(
+    model: ScriptedServer, workspace: Path
+) -> None:
+    model.add(tools_step(call("r1", "python_repl", {"code": "import os\nos.getpid()"})))
+    model.add(
+        tools_step(call("c1", "config", {"action": "set", "key": "tools.python_repl", "value": 0}))
+    )
+    model.add(answer("done"))
+    async with open_session("openai", model, workspace) as (session, _):
+        await submit(session, "pid?")
+        assert "python_repl" not in session.registry
+    pid = int(result_text(model.requests[1], "r1").rsplit("Out[1]: ", 1)[1].split()[0])
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()

@@ -101,14 +101,18 @@ class AgentSession:
             await self.extensions.aclose()
         if self.provider is not None:
             await self.provider.aclose()
-        for name in self.registry.names():
+        tools = [tool for name in self.registry.names() if (tool := self.registry.get(name))]
+        if self.live is not None:
+            tools += self.live.parked_tools()  # switched off mid-session, maybe after use
+        for tool in tools:
             # Tools holding processes (python_repl's interpreter) stop them here.
-            closer = getattr(self.registry.get(name), "aclose", None)
-            if closer is not None:
-                try:
-                    await closer()
-                except Exception as error:  # one tool failing to close must not stop the rest
-                    self.bus.publish(Notice(message=f"closing {name}: {error}", level="warning"))
+            closer = getattr(tool, "aclose", None)
+            if closer is None:
+                continue
+            try:
+                await closer()
+            except Exception as error:  # one tool failing to close must not stop the rest
+                self.bus.publish(Notice(message=f"closing {tool.name}: {error}", level="warning"))
         await self.backend.close()
         self.transcript.close()
 

@@ -84,6 +84,10 @@ class LiveSettings:
             )
         return knobs
 
+    def parked_tools(self) -> list[Tool[Any]]:
+        """Tools switched off in this session (they may still hold a process to close)."""
+        return list(self._parked.values())
+
     def keys(self) -> list[str]:
         return [*self._settables(), "tools.<name>"]
 
