@@ -309,3 +309,28 @@ async def test_closing_while_a_server_still_starts_leaves_nothing(
     await asyncio.gather(starting, return_exceptions=True)
     assert asyncio.get_running_loop().time() - started < 10
     assert not live_with(marker), "the MCP server outlived the session"
+
+
+async def test_a_server_adding_a_tool_reaches_the_next_request(
+    workspace: Path, model: ScriptedServer
+) -> None:
+    toolbox = Path(__file__).parent / "mcp_servers" / "toolbox.py"
+    server = {"command": sys.executable, "args": [str(toolbox), "serve"]}
+    model.add(tools_step(call("a1", "tb__add_tool", {"name": "greeter"})))
+    model.add(tools_step(call("g1", "tb__greeter", {"text": "you"})))
+    model.add(answer("greeted"))
+    session, recorder = make_session(workspace, model, mcp={"servers": {"tb": server}})
+    try:
+        await asyncio.wait_for(session.start_extensions(), DEADLINE)
+        assert "tb__greeter" not in session.registry
+        first = asyncio.ensure_future(session.submit("greet"))
+        await recorder.wait_for(
+            lambda e: isinstance(e, Notice) and "changed its tools" in e.message, "the re-list"
+        )
+        outcome = await asyncio.wait_for(first, DEADLINE)
+    finally:
+        await session.aclose()
+    assert outcome.reason == "completed"
+    assert "tb__greeter" not in tool_names_of(model.requests[0])
+    assert "tb__greeter" in tool_names_of(model.requests[1])
+    assert result_text(model.requests[2], "g1") == "greeter greets you"

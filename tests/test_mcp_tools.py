@@ -374,6 +374,128 @@ async def test_aclose_leaves_no_process_behind(tmp_path: Path, base_env: dict[st
     assert await wait_until(lambda: not any(alive(pid) for pid in pids if pid))
 
 
+# ---------------------------------------------------------------------------- tools/list_changed
+
+
+class ToolsChanged:
+    """The manager's ``on_tools_changed`` sink: records server names, wakes waiters."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self._event = asyncio.Event()
+
+    def __call__(self, server: str) -> None:
+        self.names.append(server)
+        self._event.set()
+
+    async def until(self, check: Callable[[], bool], timeout: float = 5.0) -> None:
+        """Wait, one notification at a time, until ``check`` holds."""
+        async with asyncio.timeout(timeout):
+            while not check():
+                self._event.clear()
+                await self._event.wait()
+
+
+def tool_names(manager: McpManager) -> set[str]:
+    return {tool.name for tool in manager.tools()}
+
+
+async def test_list_changed_adds_and_removes_tools(
+    workspace: Path, tmp_path: Path, base_env: dict[str, str]
+) -> None:
+    changed = ToolsChanged()
+    async with running({"tb": toolbox()}, tmp_path, base_env, on_tools_changed=changed) as (
+        manager,
+        events,
+    ):
+        before = state_of(manager, "tb").tool_count
+        harness = harness_for(workspace, manager)
+        added = await harness.call("tb__add_tool", {"name": "greeter"})
+        assert added.text == "added greeter"
+        await changed.until(lambda: bool(changed.names))
+        assert changed.names == ["tb"]
+        # By the time the owner hears of it, the manager already reports the new list.
+        assert "tb__greeter" in tool_names(manager)
+        assert state_of(manager, "tb").tool_count == before + 1
+        refreshed = harness_for(workspace, manager)
+        assert (await refreshed.call("tb__greeter", {"text": "you"})).text == "greeter greets you"
+
+        await harness.call("tb__remove_tool", {"name": "greeter"})
+        await changed.until(lambda: len(changed.names) == 2)
+        assert "tb__greeter" not in tool_names(manager)
+        assert state_of(manager, "tb").tool_count == before
+        gone = await refreshed.call("tb__greeter", {"text": "you"})
+        assert gone.is_error and "greeter" in gone.text
+
+        # Four more notices arrive while the first re-list is held open by the server:
+        # they are answered by one more re-list, not four.
+        burst = [f"burst{i}" for i in range(5)]
+        result = await harness.call("tb__add_tools", {"names": burst, "hold": True})
+        assert result.text == "added 5", result.text
+        wanted = {f"tb__{name}" for name in burst}
+        await changed.until(lambda: wanted <= tool_names(manager) and len(changed.names) >= 4)
+        # Five notices, two re-lists. (A client re-listing once per notice would have sent all
+        # five requests before the burst's answer, so the server would count them by now.)
+        assert (await harness.call("tb__listing_count")).text == "2 listings"
+        assert changed.names == ["tb"] * 4
+        assert state_of(manager, "tb").state == "connected"
+        assert not [e for e in events if isinstance(e, Notice)]
+
+
+async def test_failed_relist_keeps_the_old_list(
+    workspace: Path, tmp_path: Path, base_env: dict[str, str]
+) -> None:
+    changed = ToolsChanged()
+    log = tmp_path / "logs" / "tb.log"
+    async with running({"tb": toolbox()}, tmp_path, base_env, on_tools_changed=changed) as (
+        manager,
+        events,
+    ):
+        names = tool_names(manager)
+        harness = harness_for(workspace, manager)
+        await harness.call("tb__break_listing", {"times": 1})
+        assert await wait_until(
+            lambda: "after a tools/list_changed notice failed" in log.read_text()
+        )
+        text = log.read_text()
+        assert "the tool catalogue is being rebuilt" in text
+        assert "keeping the" in text
+        assert tool_names(manager) == names
+        assert state_of(manager, "tb").state == "connected"
+        assert changed.names == []
+        assert (await harness.call("tb__echo", {"text": "still here"})).text == "still here"
+
+        await harness.call("tb__add_tool", {"name": "later"})
+        await changed.until(lambda: "tb__later" in tool_names(manager))
+        assert changed.names == ["tb"]
+        assert not [e for e in events if isinstance(e, Notice)]
+
+
+async def test_stopping_cancels_a_relist_in_flight(
+    workspace: Path, tmp_path: Path, base_env: dict[str, str]
+) -> None:
+    changed = ToolsChanged()
+    async with running({"tb": toolbox()}, tmp_path, base_env, on_tools_changed=changed) as (
+        manager,
+        events,
+    ):
+        harness = harness_for(workspace, manager)
+        # Returns once our re-list has reached the server, which then never answers it.
+        stalled = await harness.call("tb__stall_listing")
+        assert stalled.text == "the re-list is waiting", stalled.text
+        relists = [t for t in asyncio.all_tasks() if t.get_name() == "mcp-tools-relist:tb"]
+        assert len(relists) == 1 and not relists[0].done()
+        started = time.monotonic()
+        await manager.aclose()
+        assert time.monotonic() - started < 5
+        # Cancelled before the session closed, rather than failed by the closing connection.
+        assert relists[0].cancelled()
+        assert state_of(manager, "tb").state == "stopped"
+        assert changed.names == []
+        assert not [e for e in events if isinstance(e, Notice)]
+        assert "notice failed" not in (tmp_path / "logs" / "tb.log").read_text()
+
+
 # ---------------------------------------------------------------------------- streamable HTTP
 
 
@@ -389,15 +511,23 @@ async def test_streamable_http_server(
     servers = {
         "remote": McpServerSettings(url=http_url, headers={"Authorization": "Bearer test-token"})
     }
-    async with running(servers, tmp_path, base_env) as (manager, _):
+    changed = ToolsChanged()
+    async with running(servers, tmp_path, base_env, on_tools_changed=changed) as (manager, _):
         state = state_of(manager, "remote")
-        assert (state.state, state.transport, state.tool_count) == ("connected", "http", 1)
+        assert (state.state, state.transport, state.tool_count) == ("connected", "http", 2)
         harness = harness_for(workspace, manager)
         result = await harness.call("remote__add", {"a": 2, "b": 3})
         assert not result.is_error, result.text
         assert result.text.strip() == "5"
         bad = await harness.call("remote__add", {"a": "two", "b": 3})
         assert bad.is_error and "a: 'two' is not of type 'integer'" in bad.text
+
+        # tools/list_changed reaches us over HTTP as well.
+        await harness.call("remote__add_multiplier")
+        await changed.until(lambda: "remote__multiply" in tool_names(manager))
+        assert changed.names == ["remote"]
+        product = await harness_for(workspace, manager).call("remote__multiply", {"a": 6, "b": 7})
+        assert product.text.strip() == "42"
 
 
 # ---------------------------------------------------------------------------- npm server-everything

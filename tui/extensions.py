@@ -105,6 +105,7 @@ class Extensions:
                 on_event=publish,
                 untrusted=untrusted,
                 sources=sources,
+                on_tools_changed=self._server_tools_changed,
             )
         self._mcp_defer = {name for name, s in servers.items() if s.defer}
         self._openapi: list[AdapterSource] = []
@@ -169,6 +170,11 @@ class Extensions:
                 )
             )
         self._openapi.append(AdapterSource(name, spec.defer, toolset.tools))
+
+    def _server_tools_changed(self, server: str) -> None:
+        if self.started.is_set():  # during start-up, start() registers everything at its end
+            self.refresh_tools()
+            self.publish(Notice(message=f"MCP server `{server}` changed its tools"))
 
     def refresh_tools(self) -> None:
         """Put the adapters' current tools in the registry, deferring big sets.

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import uvicorn
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
 
@@ -31,6 +31,17 @@ def build_server() -> MCPServer:
     def add(a: int, b: int) -> int:
         """Add two integers."""
         return a + b
+
+    @server.tool()
+    async def add_multiplier(ctx: Context) -> str:
+        """Register ``multiply`` at run time, then say the tool list changed."""
+
+        def multiply(a: int, b: int) -> int:
+            return a * b
+
+        server.add_tool(multiply, description="Multiply two integers.")
+        await ctx.session.send_tool_list_changed()
+        return "added multiply"
 
     return server
 

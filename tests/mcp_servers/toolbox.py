@@ -1,6 +1,7 @@
 """A stdio MCP server whose behaviour the first argument picks.
 
-- ``serve`` (default): tools that echo, fail, return images and resources, crash, hang.
+- ``serve`` (default): tools that echo, fail, return images and resources, crash, hang, and
+  add or remove tools at run time (each change followed by ``notifications/tools/list_changed``).
 - ``exit-at-start``: writes a reason to stderr and exits with code 2 before serving.
 - ``silent``: reads stdin and never answers, so ``initialize`` never completes.
 
@@ -16,6 +17,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 mode = sys.argv[1] if len(sys.argv) > 1 else "serve"
 marker_dir = Path(sys.argv[2]) if len(sys.argv) > 2 else None
@@ -32,7 +34,7 @@ if mode == "silent":
     sys.exit(0)
 
 import anyio  # noqa: E402
-from mcp.server.mcpserver import MCPServer  # noqa: E402
+from mcp.server.mcpserver import Context, MCPServer  # noqa: E402
 from mcp.types import (  # noqa: E402
     CallToolResult,
     EmbeddedResource,
@@ -41,6 +43,7 @@ from mcp.types import (  # noqa: E402
     TextResourceContents,
     ToolAnnotations,
 )
+from mcp.types import Tool as ListedTool  # noqa: E402
 
 PNG_1X1 = base64.b64encode(
     bytes.fromhex(
@@ -50,7 +53,33 @@ PNG_1X1 = base64.b64encode(
     )
 ).decode()
 
-server = MCPServer("toolbox")
+LISTING_WAIT = 10.0
+"""How long ``add_tools(hold=True)`` waits for the client to ask for the list again."""
+
+
+class Toolbox(MCPServer):
+    """The SDK server plus switches that make ``tools/list`` fail or wait, on request."""
+
+    def __init__(self) -> None:
+        super().__init__("toolbox")
+        self.failing_listings = 0
+        self.listings = 0
+        """tools/list requests answered or refused since the last ``add_tools``."""
+        self.listing_started: anyio.Event | None = None
+        self.listing_release: anyio.Event | None = None
+
+    async def list_tools(self) -> list[ListedTool]:
+        self.listings += 1
+        if self.failing_listings:
+            self.failing_listings -= 1
+            raise RuntimeError("the tool catalogue is being rebuilt")
+        if self.listing_started is not None and self.listing_release is not None:
+            self.listing_started.set()
+            await self.listing_release.wait()
+        return await super().list_tools()
+
+
+server = Toolbox()
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
@@ -140,6 +169,83 @@ async def hang(seconds: float = 3600) -> str:
 def odd_name() -> str:
     """A tool whose name needs cleaning before a model may use it."""
     return "odd"
+
+
+def _greeter(name: str) -> Any:
+    def greet(text: str = "") -> str:
+        return f"{name} greets {text}".rstrip()
+
+    return greet
+
+
+def _register(name: str) -> None:
+    server.add_tool(_greeter(name), name=name, description=f"Added at run time as `{name}`.")
+
+
+@server.tool()
+async def add_tool(name: str, ctx: Context) -> str:
+    """Register a tool NAME that greets, then tell the client the tool list changed."""
+    _register(name)
+    await ctx.session.send_tool_list_changed()
+    return f"added {name}"
+
+
+@server.tool()
+async def add_tools(names: list[str], ctx: Context, hold: bool = False) -> str:
+    """Register several tools, one list-changed notification each.
+
+    With ``hold``, the client's first re-list after the first notification is kept waiting
+    until every other notification has been sent, so they all arrive while it runs.
+    """
+    server.listings = 0
+    if hold:
+        server.listing_started = anyio.Event()
+        server.listing_release = anyio.Event()
+    try:
+        for index, name in enumerate(names):
+            _register(name)
+            await ctx.session.send_tool_list_changed()
+            if index == 0 and server.listing_started is not None:
+                with anyio.fail_after(LISTING_WAIT):
+                    await server.listing_started.wait()
+    finally:
+        if server.listing_release is not None:
+            server.listing_release.set()
+        server.listing_started = server.listing_release = None
+    return f"added {len(names)}"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def listing_count() -> str:
+    """How many tools/list requests came in since the last ``add_tools``."""
+    return f"{server.listings} listings"
+
+
+@server.tool()
+async def remove_tool(name: str, ctx: Context) -> str:
+    """Unregister the tool NAME, then tell the client the tool list changed."""
+    server.remove_tool(name)
+    await ctx.session.send_tool_list_changed()
+    return f"removed {name}"
+
+
+@server.tool()
+async def break_listing(ctx: Context, times: int = 1) -> str:
+    """Make the next TIMES tools/list requests fail, then say the tool list changed."""
+    server.failing_listings = times
+    await ctx.session.send_tool_list_changed()
+    return f"the next {times} listing(s) fail"
+
+
+@server.tool()
+async def stall_listing(ctx: Context) -> str:
+    """Say the tool list changed and keep the client's re-list waiting until the server ends."""
+    server.listing_started = anyio.Event()
+    server.listing_release = anyio.Event()
+    await ctx.session.send_tool_list_changed()
+    with anyio.fail_after(LISTING_WAIT):
+        await server.listing_started.wait()
+    return "the re-list is waiting"
 
 
 if __name__ == "__main__":

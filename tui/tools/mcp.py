@@ -5,6 +5,8 @@ and bounded by its ``startup_timeout``; whatever goes wrong becomes the server's
 by ``/mcp``, never an exception in the app. Every tool a connected server lists becomes a
 ``SchemaTool`` named ``server__tool`` that carries the server's input schema unchanged, so
 bad arguments are refused here with one clear message before the server sees them.
+A server that announces ``notifications/tools/list_changed`` is listed again, and the
+manager's ``on_tools_changed`` names it so the owner can rebuild its tool set.
 
 Permissions follow the server's own hints: ``readOnlyHint`` makes a read-only tool,
 ``destructiveHint`` one that needs full access, anything else writes (and counts as acting).
@@ -69,6 +71,10 @@ class McpServerState:
 # ------------------------------------------------------------------------------ tools
 
 
+RELIST_WAIT = 5.0
+"""Seconds a call waits for the tool list its own ``tools/list_changed`` notice asked for."""
+
+
 class McpTool(SchemaTool[RawParams]):
     """One tool of one MCP server, looked up by server name at call time.
 
@@ -115,6 +121,7 @@ class McpTool(SchemaTool[RawParams]):
         result = await connection.call(
             self.remote_name, params.arguments(), cancel=ctx.cancel, on_progress=ctx.on_progress
         )
+        await connection.tools_settled(min(RELIST_WAIT, connection.settings.startup_timeout))
         return convert_result(result, server=self.server, tool=self.remote_name)
 
 
@@ -231,6 +238,9 @@ class McpManager:
         on_event: receives a ``Notice`` when a server fails to start or crashes.
         untrusted: project servers listed as ``untrusted`` and never started.
         sources: where each server came from (default ``settings``; untrusted: ``.mcp.json``).
+        on_tools_changed: called on the event loop with a server's name once its tool list was
+            read again because it sent ``notifications/tools/list_changed``; ``tools()`` and
+            ``states()`` already show the new list. Not called when that re-read fails.
     """
 
     def __init__(
@@ -243,6 +253,7 @@ class McpManager:
         on_event: Callable[[Event], None] | None = None,
         untrusted: Mapping[str, McpServerSettings] | None = None,
         sources: Mapping[str, str] | None = None,
+        on_tools_changed: Callable[[str], None] | None = None,
     ) -> None:
         self._servers = dict(servers)
         self._untrusted = {
@@ -255,6 +266,7 @@ class McpManager:
         self._log_dir = log_dir
         self._on_event = on_event
         self._sources = dict(sources or {})
+        self._on_tools_changed = on_tools_changed
         self._connections: dict[str, McpConnection] = {}
         self._restarting: set[str] = set()
 
@@ -299,7 +311,8 @@ class McpManager:
         await asyncio.gather(*(c.stop() for c in connections), return_exceptions=True)
 
     def tools(self) -> list[Tool[Any]]:
-        """One tool per tool of each connected server; call again after a restart."""
+        """One tool per tool of each connected server; call again after a restart or a
+        ``tools/list_changed`` (``on_tools_changed``)."""
         tools: list[Tool[Any]] = []
         taken: set[str] = set()
         for name in self._servers:
@@ -373,9 +386,19 @@ class McpManager:
             cwd=self._cwd,
             log_dir=self._log_dir,
             on_state=self._state_changed,
+            on_tools_changed=self._tools_changed,
         )
         self._connections[name] = connection
         await connection.start()
+
+    def _tools_changed(self, connection: McpConnection) -> None:
+        # A connection replaced by a restart may still finish a re-list: not ours to report.
+        if (
+            self._on_tools_changed is None
+            or self._connections.get(connection.name) is not connection
+        ):
+            return
+        self._on_tools_changed(connection.name)
 
     def _state_changed(self, connection: McpConnection) -> None:
         if self._on_event is None or self._connections.get(connection.name) is not connection:

@@ -7,6 +7,11 @@ calls are made from the callers' own tasks through the session and raced against
 death, so a server that falls over mid-call fails that call at once with its exit code and
 last stderr lines instead of leaving it to run out its timeout.
 
+A server may change its tools at run time and say so with ``notifications/tools/list_changed``.
+The list is then read again by a task of the connection's own, never inside the SDK's message
+handler: a request awaited there could wait on the very receive loop that must deliver its
+answer. Notifications that arrive while a re-list runs are folded into one more re-list.
+
 Stdio servers are spawned here rather than through the SDK's ``stdio_client``: the exit code
 and the moment of death are what the race needs, and that transport does not expose its
 process. The framing is the SDK's own (``jsonrpc_message_adapter``, ``SessionMessage``).
@@ -68,6 +73,7 @@ OUR_LOG_PREFIX = "agent-tui: "
 """Marks lines we add to a server's log, so the stderr tail shows only the server's own."""
 
 StateListener = Callable[["McpConnection"], None]
+ToolsListener = Callable[["McpConnection"], None]
 
 
 class _StartupFailed(Exception):
@@ -116,6 +122,10 @@ class McpConnection:
 
     ``start``, ``call`` and ``stop`` never leave the server task half-open: every path ends
     with the task finished, the process group gone and ``state`` saying why.
+
+    ``on_state`` hears every state change. ``on_tools_changed`` hears that ``tools`` was
+    re-read after the server announced a change; a re-read that fails keeps the old list and
+    says so in the server's log only.
     """
 
     def __init__(
@@ -127,6 +137,7 @@ class McpConnection:
         cwd: Path,
         log_dir: Path,
         on_state: StateListener | None = None,
+        on_tools_changed: ToolsListener | None = None,
     ) -> None:
         self.name = name
         self.settings = settings
@@ -139,6 +150,10 @@ class McpConnection:
         self._env = dict(env)
         self._cwd = cwd
         self._on_state = on_state
+        self._on_tools_changed = on_tools_changed
+        self._relisting: asyncio.Task[None] | None = None
+        self._relist_wanted = False
+        """A list-changed notice arrived that no re-list has started to answer yet."""
         self._session: ClientSession | None = None
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
@@ -221,6 +236,8 @@ class McpConnection:
                         client_info=CLIENT_INFO,
                     )
                 )
+                # Runs before the session closes, so a re-list never outlives its session.
+                stack.push_async_callback(self._stop_relisting)
                 self.tools = await self._handshake(session, deadline)
                 self._session = session
                 self._set_state("connected")
@@ -235,6 +252,7 @@ class McpConnection:
                 self._failure = exc
         finally:
             self._session = None
+            await self._stop_relisting()
             await self._settle()
             self._ended.set()
 
@@ -275,16 +293,7 @@ class McpConnection:
         if capabilities is not None and capabilities.tools is None:
             return []
         self._phase = "tools/list"
-        tools: list[mcp_types.Tool] = []
-        cursor: str | None = None
-        for _ in range(MAX_TOOL_PAGES):
-            params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            page = await session.list_tools(params=params)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return tools
+        return await _list_all_tools(session)
 
     async def _settle(self) -> None:
         """Decide the final state once the task's contexts are closed (the exit code is known)."""
@@ -655,14 +664,105 @@ class McpConnection:
         await self._log(f"server log [{params.level}{source}] {data}")
 
     async def _on_message(self, message: Any) -> None:
-        if isinstance(message, Exception):
+        # mcp 2.3 hands over the notification model itself (ServerNotification is a plain
+        # union, not a wrapper), or the transport's exception.
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self._tools_changed_notice()
+        elif isinstance(message, Exception):
             await self._log(f"transport error: {type(message).__name__}: {message}")
+
+    # -- tools/list_changed ------------------------------------------------------------------
+
+    def _tools_changed_notice(self) -> None:
+        """Note that the list must be read again; start the re-list task unless it runs."""
+        if self._stop.is_set() or self.state not in ("starting", "connected"):
+            return
+        self._relist_wanted = True
+        if self._relisting is None or self._relisting.done():
+            self._relisting = asyncio.create_task(
+                self._relist(), name=f"mcp-tools-relist:{self.name}"
+            )
+
+    async def _relist(self) -> None:
+        """Re-read the tool list until no notice is left unanswered.
+
+        A notice during start-up waits for the first listing, which may have missed the change.
+        """
+        await self._ready.wait()
+        while self._relist_wanted:
+            self._relist_wanted = False
+            session = self._session
+            if session is None or self.state != "connected":
+                return
+            timeout = self.settings.startup_timeout
+            try:
+                tools = await asyncio.wait_for(_list_all_tools(session), timeout)
+            except TimeoutError:
+                await self._log(
+                    f"tools/list after a tools/list_changed notice did not answer within "
+                    f"{timeout:g} s (startup_timeout); keeping the {len(self.tools)} tool(s) "
+                    "listed before"
+                )
+                continue
+            except Exception as exc:  # a failed re-list keeps the old list, never crashes
+                if isinstance(exc, MCPError) and exc.code == mcp_types.CONNECTION_CLOSED:
+                    self._lost.set()  # the server task winds down and records the crash
+                    return
+                await self._log(
+                    "tools/list after a tools/list_changed notice failed: "
+                    f"{_describe_failure(exc, self.settings)}; keeping the "
+                    f"{len(self.tools)} tool(s) listed before"
+                )
+                continue
+            if self._session is not session or self.state != "connected":
+                return
+            self.tools = tools
+            if self._on_tools_changed is not None:
+                try:
+                    self._on_tools_changed(self)
+                except Exception as exc:  # the owner's bug must not end the re-listing
+                    await self._log(f"tools-changed listener raised {type(exc).__name__}: {exc}")
+
+    async def tools_settled(self, timeout: float) -> None:
+        """Wait (at most ``timeout``) for a re-list that a call's own notice started.
+
+        A tool that adds tools sends ``tools/list_changed`` before its result; waiting here
+        lets the next model request already offer what it added. The SDK hands the notice to
+        its handler in a task of its own, so give that task its turn first.
+        """
+        for _ in range(3):
+            await asyncio.sleep(0)
+        task = self._relisting
+        if task is not None and not task.done():
+            await asyncio.wait({task}, timeout=timeout)
+
+    async def _stop_relisting(self) -> None:
+        task = self._relisting
+        self._relist_wanted = False
+        if task is None or task.done():
+            return
+        task.cancel()
+        await asyncio.wait({task}, timeout=KILL_GRACE)
 
     async def _log(self, text: str) -> None:
         await asyncio.to_thread(_append_line, self.log_path, OUR_LOG_PREFIX + text)
 
 
 # ------------------------------------------------------------------------------ helpers
+
+
+async def _list_all_tools(session: ClientSession) -> list[mcp_types.Tool]:
+    """Every page of ``tools/list`` (bounded, in case a server's cursors never end)."""
+    tools: list[mcp_types.Tool] = []
+    cursor: str | None = None
+    for _ in range(MAX_TOOL_PAGES):
+        params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
 
 
 async def _first_of(*events: asyncio.Event) -> None:
