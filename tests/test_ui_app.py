@@ -712,3 +712,26 @@ async def test_adapters_start_in_the_background_and_slash_commands_list_them(
             )
     finally:
         petstore.stop()
+
+
+async def test_approving_code_shows_it_as_lines(workspace: Path, server) -> None:
+    from textual.widgets import Static
+
+    code = "import os\nfor name in sorted(os.listdir('.')):\n    print(name)"
+    call_args = json.dumps({"code": code, "timeout": 10})
+    server.add(
+        {"text": "", "tool_calls": [{"id": "py1", "name": "python_repl", "arguments": call_args}]},
+        {"text": "Listed."},
+    )
+    app = app_for(make_session(workspace, server, mode="ask"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await send(pilot, app, "list the folder in python")
+        await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+        shown = str(app.screen.query_one("#approval-command", Static).render())
+        assert "code:\n  import os\n  for name in sorted(os.listdir('.')):\n      print(name)" in (
+            shown
+        )
+        assert "\\n" not in shown and "timeout: 10" in shown
+        await pilot.press("y")
+        await turn_done(pilot, app, 2, server)
+        assert app.tools.state("py1").status == "ok"  # type: ignore[union-attr]

@@ -179,7 +179,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     def _command_text(self) -> Text:
         request = self.request
         if request.command is None:
-            return Text(json.dumps(request.arguments, indent=2, ensure_ascii=False))
+            return arguments_text(request.arguments)
         text = Text(request.command)
         position = 0
         for segment in request.segments:
@@ -307,6 +307,23 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # While a form is open its letters are typing, not answers.
         return not (self.form and action in ANSWER_ACTIONS)
+
+
+def arguments_text(arguments: dict[str, object]) -> Text:
+    """Arguments the way a person reads them: multi-line strings (code, file content, a
+    notebook cell) as the lines they are, not one JSON line full of ``\\n``."""
+    text = Text()
+    for index, (key, value) in enumerate(arguments.items()):
+        if index:
+            text.append("\n")
+        text.append(f"{key}:", "bold")
+        if isinstance(value, str) and "\n" in value:
+            for line in value.split("\n"):
+                text.append("\n  " + line)
+        else:
+            rendered = json.dumps(value, indent=2, ensure_ascii=False)
+            text.append(" " + rendered.replace("\n", "\n  "))
+    return text
 
 
 if __name__ == "__main__":
