@@ -16,8 +16,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tests.conftest import Harness
+from tests.test_loop import Recorder
 from tui.agent.scheduler import JobOutcome, Scheduler, backend_command_runner
-from tui.events import Event, Notice, ScheduledJobFinished
+from tui.events import Notice, ScheduledJobFinished
 from tui.exec.local import LocalBackend
 from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.policy import SecurityPolicy
@@ -65,16 +66,8 @@ def cron_harness(
     return Harness(workspace, policy, ToolRegistry(tools), backend)
 
 
-class Published:
-    """The scheduler's publish sink, with a way to wait for what it received."""
-
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        self._changed = asyncio.Event()
-
-    def __call__(self, event: Event) -> None:
-        self.events.append(event)
-        self._changed.set()
+class Published(Recorder):
+    """The scheduler's publish sink, with a way to wait for the runs it reported."""
 
     @property
     def finished(self) -> list[ScheduledJobFinished]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -151,13 +151,18 @@ def test_trusting_a_project_keeps_the_rest_of_the_config(tmp_path: Path) -> None
     assert workspace_key(workspace) in text
 
 
-async def test_scheduled_command_runs_while_the_session_is_open(
-    workspace: Path, model: ScriptedServer
-) -> None:
-    model.add(
-        tools_step(call("c1", "cron_add", {"command": "echo tick-$((40+2))", "after_seconds": 1}))
-    )
+async def run_scheduled(
+    workspace: Path,
+    model: ScriptedServer,
+    job: dict[str, Any],
+    then: Sequence[dict[str, Any]] = (),
+) -> ScheduledJobFinished:
+    """Let the model schedule ``job`` one second out, and wait for it to run (``then``: what
+    the model answers after scheduling it, for a prompt job's own turn)."""
+    model.add(tools_step(call("c1", "cron_add", {**job, "after_seconds": 1})))
     model.add(answer("scheduled"))
+    for step in then:
+        model.add(step)
     session, recorder = make_session(workspace, model)
     try:
         session.start_scheduler()
@@ -169,6 +174,13 @@ async def test_scheduled_command_runs_while_the_session_is_open(
     finally:
         await session.aclose()
     assert isinstance(event, ScheduledJobFinished)
+    return event
+
+
+async def test_scheduled_command_runs_while_the_session_is_open(
+    workspace: Path, model: ScriptedServer
+) -> None:
+    event = await run_scheduled(workspace, model, {"command": "echo tick-$((40+2))"})
     assert event.ok and "tick-42" in event.output and event.next_run is None
     assert "exit code: 0" in event.output
 
@@ -263,20 +275,8 @@ async def test_every_tool_can_be_switched_off_in_config(
 async def test_scheduled_prompt_is_a_turn_of_its_own(
     workspace: Path, model: ScriptedServer
 ) -> None:
-    model.add(tools_step(call("c1", "cron_add", {"prompt": "check the disk", "after_seconds": 1})))
-    model.add(answer("scheduled"))
-    model.add(answer("disk is fine"))
-    session, recorder = make_session(workspace, model)
-    try:
-        session.start_scheduler()
-        outcome = await asyncio.wait_for(session.submit("remind me"), DEADLINE)
-        assert outcome.reason == "completed", result_text(model.requests[1], "c1")
-        event = await recorder.wait_for(
-            lambda e: isinstance(e, ScheduledJobFinished), "the prompt job to run"
-        )
-    finally:
-        await session.aclose()
-    assert isinstance(event, ScheduledJobFinished)
+    job = {"prompt": "check the disk"}
+    event = await run_scheduled(workspace, model, job, then=[answer("disk is fine")])
     assert event.ok and event.job_kind == "prompt" and event.output == "disk is fine"
     sent = model.requests[2].body["messages"][-1]  # type: ignore[index]
     assert sent["role"] == "user" and sent["content"] == "[scheduled job] check the disk"
