@@ -176,3 +176,15 @@ async def test_skill_added_mid_session_is_found(workspace: Path, user_dir: Path)
     result = await load(h, "late-skill")  # no name key: the folder's name is the skill's
     assert not result.is_error, result.text
     assert "Added later." in result.text and result.text.rstrip().endswith("Steps.")
+
+
+def test_a_remote_workspace_still_has_the_users_skills(tmp_path: Path) -> None:
+    """A workspace on an SSH host is not readable here: the user's own skills still are."""
+    from tui.tools.builtin import builtin_tools
+
+    user = tmp_path / "user-skills"
+    (user / "deploy").mkdir(parents=True)
+    (user / "deploy" / "SKILL.md").write_text("---\nname: deploy\ndescription: Ship\n---\nGo.\n")
+    scan = list_skills(None, user)
+    assert [s.name for s in scan.skills] == ["deploy"]
+    assert "skill" in [tool.name for tool in builtin_tools(None, None)]

@@ -30,8 +30,8 @@ def user_skills_dir() -> Path:
 def builtin_tools(
     backend: ExecutionBackend | None = None, workspace: Path | None = None
 ) -> list[Tool[Any]]:
-    """The tools for ``backend``: the tmux tools only where the backend has panes, ``skill``
-    only where there is a workspace to look for skills in."""
+    """The tools for ``backend``: the tmux tools only where the backend has panes; ``skill``
+    reads the workspace's skills when ``workspace`` is on this machine, the user's always."""
     tools: list[Tool[Any]] = [
         RunShellTool(),
         *file_tools(),
@@ -44,8 +44,7 @@ def builtin_tools(
         *notebook_tools(),
         *python_repl_tools(),
     ]
-    if workspace is not None:
-        tools.extend(skill_tools(workspace, user_skills_dir()))
+    tools.extend(skill_tools(workspace, user_skills_dir()))
     if backend is not None and backend.SUPPORTS_TMUX:
         from tui.tools.tmux import tmux_tools
 

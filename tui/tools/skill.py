@@ -99,13 +99,15 @@ class SkillFileError(Exception):
     """A SKILL.md that cannot be used, with the reason in words."""
 
 
-def skill_roots(workspace: Path, user_dir: Path) -> list[tuple[Path, str]]:
-    """The folders holding skill folders, highest precedence first."""
-    return [
-        (workspace / ".agent-tui" / "skills", "workspace"),
-        (workspace / ".claude" / "skills", "workspace"),
-        (user_dir, "user"),
-    ]
+def skill_roots(workspace: Path | None, user_dir: Path) -> list[tuple[Path, str]]:
+    """The folders holding skill folders, highest precedence first (``workspace`` None: a
+    workspace on another machine, whose folders are not readable here)."""
+    roots: list[tuple[Path, str]] = []
+    if workspace is not None:
+        roots.append((workspace / ".agent-tui" / "skills", "workspace"))
+        roots.append((workspace / ".claude" / "skills", "workspace"))
+    roots.append((user_dir, "user"))
+    return roots
 
 
 def parse_skill_file(text: str, folder: Path, source: str) -> Skill:
@@ -146,7 +148,7 @@ def read_skill_text(path: Path) -> str:
         raise SkillFileError(f"cannot read it ({error.strerror or error})") from None
 
 
-def list_skills(workspace: Path, user_dir: Path) -> SkillScan:
+def list_skills(workspace: Path | None, user_dir: Path) -> SkillScan:
     """Scan every skill root; the first skill of a name wins (the workspace over the user).
 
     Blocking (it reads files): call it from a worker thread in async code.
@@ -227,7 +229,7 @@ class SkillTool(Tool[SkillParams]):
     truncation = TruncationRule.head(30000)
     aliases: ClassVar[dict[str, str]] = {"skill": "name", "skill_name": "name"}
 
-    def __init__(self, workspace: Path, user_dir: Path) -> None:
+    def __init__(self, workspace: Path | None, user_dir: Path) -> None:
         self.workspace = workspace
         self.user_dir = user_dir
         initial = list_skills(workspace, user_dir)
@@ -315,6 +317,6 @@ Examples: {{"name": "{example}"}}"""
         return text
 
 
-def skill_tools(workspace: Path, user_dir: Path) -> list[Tool[Any]]:
+def skill_tools(workspace: Path | None, user_dir: Path) -> list[Tool[Any]]:
     """The skill tool for a workspace; ``user_dir`` is normally ``config_dir() / "skills"``."""
     return [SkillTool(workspace, user_dir)]

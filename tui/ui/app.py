@@ -634,12 +634,14 @@ class AgentApp(App[int]):
         from tui.tools.builtin import user_skills_dir
         from tui.tools.skill import format_skill_list, list_skills
 
-        scan = await asyncio.to_thread(list_skills, self.session.workspace, user_skills_dir())
+        skill = self.session.registry.get("skill")
+        workspace = getattr(skill, "workspace", self.session.workspace)
+        scan = await asyncio.to_thread(list_skills, workspace, user_skills_dir())
         lines = [format_skill_list(scan) or "No skills found."]
-        lines.append(
-            f"\nLooked in {self.session.workspace}/.agent-tui/skills, "
-            f"{self.session.workspace}/.claude/skills and {user_skills_dir()}."
+        places = (
+            [f"{workspace}/.agent-tui/skills", f"{workspace}/.claude/skills"] if workspace else []
         )
+        lines.append(f"\nLooked in {', '.join([*places, str(user_skills_dir())])}.")
         lines += [f"- problem: {problem}" for problem in scan.problems]
         self.chat.add_markdown("\n".join(lines))
 
