@@ -37,6 +37,9 @@ class TestMainScreen:
     def test_no_provider(self, snap_compare: Any) -> None:
         assert compare(snap_compare, "no_provider")
 
+    def test_adapter_tools_and_a_scheduled_job(self, snap_compare: Any) -> None:
+        assert compare(snap_compare, "adapters")
+
 
 class TestScreens:
     def test_approval_modal_long_multi_segment_command(self, snap_compare: Any) -> None:

@@ -26,7 +26,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-README_SCENES = ("working", "approval", "takeover", "pager", "grants", "no_provider", "streaming")
+README_SCENES = (
+    "working",
+    "approval",
+    "takeover",
+    "pager",
+    "grants",
+    "no_provider",
+    "streaming",
+    "adapters",
+)
 
 _TEXT = re.compile(
     r'(<text [^>]*?x=")([\d.]+)("[^>]*?textLength=")([\d.]+)("[^>]*>)((?:&#160;)+)([^<]*)(</text>)'

@@ -74,7 +74,7 @@ class HeadlessPrinter:
             line = f"» {event.message}"
         elif isinstance(event, ScheduledJobFinished):
             state = "ok" if event.ok else "failed"
-            line = f"⏰ {event.name or event.job_id} {state}: {event.output[:200]}"
+            line = f"↻ {event.name or event.job_id} {state}: {event.output[:200]}"
         if line is not None:
             self.stderr.write(line + "\n")
             self.stderr.flush()

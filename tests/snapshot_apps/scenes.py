@@ -21,18 +21,21 @@ from textual.pilot import Pilot
 
 from tui.config import load_settings
 from tui.events import (
+    AgentNotice,
     ApprovalRequested,
     AssistantMessage,
     AssistantTextDelta,
     Event,
     PaneSnapshot,
     RiskSegmentView,
+    ScheduledJobFinished,
     TodoItem,
     TodoListUpdated,
     ToolCallCompleted,
     ToolCallRequested,
     ToolCallStarted,
     ToolOutputChunk,
+    TurnEnded,
     TurnStarted,
     Usage,
     UserMessage,
@@ -329,6 +332,113 @@ def working_events() -> list[Event]:
     return events
 
 
+ADAPTERS_ANSWER = """The pet store API answers: 3 pets listed in 41 ms. It is 18:04 in Tokyo.
+I scheduled `curl -fsS http://127.0.0.1:8080/v1/pets?limit=1` every hour; each result will show
+here while agent-tui is open."""
+
+
+def adapters_events() -> list[Event]:
+    """A turn that uses MCP, OpenAPI and cron tools: the tool set beyond the built-ins."""
+    ask = "Is the pet store API up, and what time is it in Tokyo? Then check the API hourly."
+    events: list[Event] = [
+        Usage(input_tokens=6120, output_tokens=311, ts=at(40)),
+        UserMessage(text=ask, ts=at(40)),
+        TurnStarted(turn=1, ts=at(40)),
+        AssistantMessage(text="", tool_call_ids=["s1"], ts=at(39)),
+    ]
+    events += shell_call(
+        "s1",
+        "",
+        [
+            (
+                "stdout",
+                "Loaded 2 tool(s); call them from your next step:\n- petstore__listPets\n"
+                "- time__get_current_time\n",
+            )
+        ],
+        ago=39,
+        tool="tool_search",
+        arguments={"query": "pets list time zone"},
+        actor="local",
+        duration_ms=2,
+    )
+    events.append(AssistantMessage(text="", tool_call_ids=["p1", "t1"], ts=at(37)))
+    events += shell_call(
+        "p1",
+        "",
+        [
+            (
+                "stdout",
+                'HTTP 200 OK · application/json\n[\n  {"id": 1, "name": "Rex", '
+                '"tag": "dog"},\n  {"id": 2, "name": "Tom", "tag": "cat"},\n'
+                '  {"id": 3, "name": "Polly"}\n]\n',
+            )
+        ],
+        ago=37,
+        tool="petstore__listPets",
+        arguments={"limit": 3},
+        actor="local",
+        duration_ms=41,
+    )
+    events += shell_call(
+        "t1",
+        "",
+        [
+            (
+                "stdout",
+                '{\n  "timezone": "Asia/Tokyo",\n  "datetime": "2026-11-23T18:04:12+09:00",\n'
+                '  "is_dst": false\n}\n',
+            )
+        ],
+        ago=37,
+        tool="time__get_current_time",
+        arguments={"timezone": "Asia/Tokyo"},
+        actor="local",
+        duration_ms=3,
+    )
+    events.append(AssistantMessage(text="", tool_call_ids=["c1", "m1"], ts=at(35)))
+    events += shell_call(
+        "c1",
+        "",
+        [("stdout", "Scheduled job 7f3a (every 3600 s); next run 19:04 local, 10:04 UTC.\n")],
+        ago=35,
+        tool="cron_add",
+        arguments={
+            "name": "pets-health",
+            "command": "curl -fsS http://127.0.0.1:8080/v1/pets?limit=1",
+            "every_seconds": 3600,
+        },
+        actor="local",
+        duration_ms=6,
+    )
+    events.append(
+        AgentNotice(message="The API and the clock both answered; scheduling the check.", ts=at(35))
+    )
+    events += shell_call(
+        "m1",
+        "",
+        [("stdout", "Shown to the person.")],
+        ago=35,
+        tool="send_user_message",
+        arguments={"message": "The API and the clock both answered; scheduling the check."},
+        actor="local",
+        duration_ms=1,
+    )
+    events += [
+        *deltas(ADAPTERS_ANSWER, ago=33),
+        AssistantMessage(text=ADAPTERS_ANSWER, ts=at(32)),
+        TurnEnded(reason="completed", final_text=ADAPTERS_ANSWER, ts=at(32)),
+        ScheduledJobFinished(
+            job_id="7f3a",
+            name="pets-health",
+            output='exit code: 0\n[{"id": 1, "name": "Rex"}]',
+            next_run=NOW + 3600,
+            ts=at(2),
+        ),
+    ]
+    return events
+
+
 def pane_lines() -> list[str]:
     prompt = f"{ESC}[1;32mdeploy@staging-1{ESC}[0m:{ESC}[1;34m/srv/app{ESC}[0m$ "
     return [
@@ -589,6 +699,18 @@ def scene(name: str) -> Scene:
 
         return make, play
 
+    if name == "adapters":
+
+        def make() -> AgentApp:
+            return make_app()
+
+        async def play(pilot: Pilot) -> None:
+            app: AgentApp = pilot.app  # type: ignore[assignment]
+            await publish(pilot, app, adapters_events())
+            await settle(pilot)
+
+        return make, play
+
     if name == "no_provider":
 
         def make() -> AgentApp:
@@ -603,7 +725,7 @@ def scene(name: str) -> Scene:
 
 
 SCENES = ("idle", "streaming", "running_tool", "working", "approval", "mirror", "takeover")
-SCENES += ("grants", "no_provider", "pager")
+SCENES += ("grants", "no_provider", "pager", "adapters")
 
 
 async def _play_live(app: AgentApp, play: Callable[[Pilot], Awaitable[None]]) -> None:

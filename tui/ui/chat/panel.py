@@ -84,6 +84,17 @@ class Banner(Static):
     """The first thing in the chat: what this session is, or what to set when it cannot talk."""
 
 
+def scheduled_line(event: Any) -> str:
+    """``↻ scheduled command backup done: 3 files copied``: the first line that says something
+    (a successful command's ``exit code: 0`` does not)."""
+    lines = [line.strip() for line in event.output.splitlines() if line.strip()]
+    if event.ok and lines and lines[0] == "exit code: 0":
+        lines = lines[1:]
+    state = "done" if event.ok else "failed"
+    head = f"↻ scheduled {event.job_kind} {event.name or event.job_id} {state}"
+    return head + (f": {lines[0][:200]}" if lines else "")
+
+
 class ChatPanel(TailFollowing):
     """The chat column. Fed by ``apply`` with one frame's events at a time."""
 
@@ -140,13 +151,7 @@ class ChatPanel(TailFollowing):
         elif kind == "agent_notice":
             self.add_agent_note(event.message, loop_id=event.loop_id)
         elif kind == "scheduled_job":
-            first = event.output.strip().split("\n", 1)[0][:200] if event.output else ""
-            state = "done" if event.ok else "failed"
-            self.add_notice(
-                f"⏰ scheduled {event.job_kind} {event.name or event.job_id} {state}"
-                + (f": {first}" if first else ""),
-                level="info" if event.ok else "warning",
-            )
+            self.add_notice(scheduled_line(event), level="info" if event.ok else "warning")
         elif kind == "turn_ended" and event.loop_id == "main":
             await self.end_stream()
             if event.reason == "max_turns":
