@@ -337,94 +337,67 @@ I scheduled `curl -fsS http://127.0.0.1:8080/v1/pets?limit=1` every hour; each r
 here while agent-tui is open."""
 
 
+def local_call(
+    call_id: str, tool: str, arguments: dict[str, Any], stdout: str, *, ago: float, ms: float
+) -> list[Event]:
+    """A finished call of a non-shell tool on this machine, with its output."""
+    return shell_call(
+        call_id,
+        "",
+        [("stdout", stdout)],
+        ago=ago,
+        tool=tool,
+        arguments=arguments,
+        actor="local",
+        duration_ms=ms,
+    )
+
+
 def adapters_events() -> list[Event]:
     """A turn that uses MCP, OpenAPI and cron tools: the tool set beyond the built-ins."""
     ask = "Is the pet store API up, and what time is it in Tokyo? Then check the API hourly."
-    events: list[Event] = [
+    note = "The API and the clock both answered; scheduling the check."
+    pets = (
+        'HTTP 200 OK · application/json\n[\n  {"id": 1, "name": "Rex", "tag": "dog"},\n'
+        '  {"id": 2, "name": "Tom", "tag": "cat"},\n  {"id": 3, "name": "Polly"}\n]\n'
+    )
+    tokyo = (
+        '{\n  "timezone": "Asia/Tokyo",\n  "datetime": "2026-11-23T18:04:12+09:00",\n'
+        '  "is_dst": false\n}\n'
+    )
+    check = "curl -fsS http://127.0.0.1:8080/v1/pets?limit=1"
+    return [
         Usage(input_tokens=6120, output_tokens=311, ts=at(40)),
         UserMessage(text=ask, ts=at(40)),
         TurnStarted(turn=1, ts=at(40)),
         AssistantMessage(text="", tool_call_ids=["s1"], ts=at(39)),
-    ]
-    events += shell_call(
-        "s1",
-        "",
-        [
-            (
-                "stdout",
-                "Loaded 2 tool(s); call them from your next step:\n- petstore__listPets\n"
-                "- time__get_current_time\n",
-            )
-        ],
-        ago=39,
-        tool="tool_search",
-        arguments={"query": "pets list time zone"},
-        actor="local",
-        duration_ms=2,
-    )
-    events.append(AssistantMessage(text="", tool_call_ids=["p1", "t1"], ts=at(37)))
-    events += shell_call(
-        "p1",
-        "",
-        [
-            (
-                "stdout",
-                'HTTP 200 OK · application/json\n[\n  {"id": 1, "name": "Rex", '
-                '"tag": "dog"},\n  {"id": 2, "name": "Tom", "tag": "cat"},\n'
-                '  {"id": 3, "name": "Polly"}\n]\n',
-            )
-        ],
-        ago=37,
-        tool="petstore__listPets",
-        arguments={"limit": 3},
-        actor="local",
-        duration_ms=41,
-    )
-    events += shell_call(
-        "t1",
-        "",
-        [
-            (
-                "stdout",
-                '{\n  "timezone": "Asia/Tokyo",\n  "datetime": "2026-11-23T18:04:12+09:00",\n'
-                '  "is_dst": false\n}\n',
-            )
-        ],
-        ago=37,
-        tool="time__get_current_time",
-        arguments={"timezone": "Asia/Tokyo"},
-        actor="local",
-        duration_ms=3,
-    )
-    events.append(AssistantMessage(text="", tool_call_ids=["c1", "m1"], ts=at(35)))
-    events += shell_call(
-        "c1",
-        "",
-        [("stdout", "Scheduled job 7f3a (every 3600 s); next run 19:04 local, 10:04 UTC.\n")],
-        ago=35,
-        tool="cron_add",
-        arguments={
-            "name": "pets-health",
-            "command": "curl -fsS http://127.0.0.1:8080/v1/pets?limit=1",
-            "every_seconds": 3600,
-        },
-        actor="local",
-        duration_ms=6,
-    )
-    events.append(
-        AgentNotice(message="The API and the clock both answered; scheduling the check.", ts=at(35))
-    )
-    events += shell_call(
-        "m1",
-        "",
-        [("stdout", "Shown to the person.")],
-        ago=35,
-        tool="send_user_message",
-        arguments={"message": "The API and the clock both answered; scheduling the check."},
-        actor="local",
-        duration_ms=1,
-    )
-    events += [
+        *local_call(
+            "s1",
+            "tool_search",
+            {"query": "pets list time zone"},
+            "Loaded 2 tool(s); call them from your next step:\n- petstore__listPets\n"
+            "- time__get_current_time\n",
+            ago=39,
+            ms=2,
+        ),
+        AssistantMessage(text="", tool_call_ids=["p1", "t1"], ts=at(37)),
+        *local_call("p1", "petstore__listPets", {"limit": 3}, pets, ago=37, ms=41),
+        *local_call(
+            "t1", "time__get_current_time", {"timezone": "Asia/Tokyo"}, tokyo, ago=37, ms=3
+        ),
+        AssistantMessage(text="", tool_call_ids=["c1", "m1"], ts=at(35)),
+        *local_call(
+            "c1",
+            "cron_add",
+            {"name": "pets-health", "command": check, "every_seconds": 3600},
+            "Scheduled job 7f3a (every 3600 s); next run 19:04 local, 10:04 UTC.\n",
+            ago=35,
+            ms=6,
+        ),
+        AgentNotice(message=note, ts=at(35)),
+        *local_call(
+            "m1", "send_user_message", {"message": note}, "Shown to the person.", ago=35, ms=1
+        ),
         *deltas(ADAPTERS_ANSWER, ago=33),
         AssistantMessage(text=ADAPTERS_ANSWER, ts=at(32)),
         TurnEnded(reason="completed", final_text=ADAPTERS_ANSWER, ts=at(32)),
@@ -436,7 +409,6 @@ def adapters_events() -> list[Event]:
             ts=at(2),
         ),
     ]
-    return events
 
 
 def pane_lines() -> list[str]:
