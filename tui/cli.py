@@ -91,6 +91,9 @@ def fail(reason: str, code: int = EXIT_FAILED) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from tui.security.own_environ import hold_provider_keys, warn
+
+    warn(hold_provider_keys())  # before any child exists: none may read the model's key
     remote = bool(getattr(args, "ssh", None) or getattr(args, "container", None))
     workspace = args.workspace if remote and args.workspace else (args.workspace or Path.cwd())
     workspace = workspace if remote else workspace.resolve()

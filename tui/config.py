@@ -24,7 +24,6 @@ import enum
 import inspect
 import itertools
 import json
-import os
 import re
 import textwrap
 import tomllib
@@ -48,6 +47,7 @@ from pydantic import (
 from tui.agent.hooks import HookCommand
 from tui.errors import AgentTuiError
 from tui.locations import config_dir
+from tui.security.own_environ import process_environ
 from tui.security.permissions import ApprovalMode
 from tui.security.rules import InvalidRule, Rule
 from tui.security.settings import SecuritySettings
@@ -643,7 +643,7 @@ def load_settings(
     for path in (user_path, workspace_path):
         if path is not None and path.is_file():
             layers.append(_read_file_layer(path))
-    layers.append(_env_layer(os.environ if env is None else env))
+    layers.append(_env_layer(process_environ() if env is None else env))
     layers.append(_Layer(data=_drop_none(overrides or {}), label="command-line options"))
 
     merged = _Merged()

@@ -10,7 +10,6 @@ and the next model request sees them. A server or spec that fails is a notice an
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from tui.agent.scheduler import JobOutcome, Scheduler, backend_command_runner
 from tui.config import LoadedSettings, McpServerSettings
 from tui.events import Event, Notice
 from tui.locations import data_dir
+from tui.security.own_environ import process_environ
 from tui.tools.cron import CronStore, cron_tools
 from tui.tools.mcp_config import load_project_servers
 from tui.tools.tool_search import ToolSearchTool
@@ -153,7 +153,9 @@ class Extensions:
                 base_dir = config_file.parent  # a relative spec path is the config file's
                 break
         try:
-            toolset = await build_openapi_toolset(name, spec, base_dir=base_dir, env=os.environ)
+            toolset = await build_openapi_toolset(
+                name, spec, base_dir=base_dir, env=process_environ()
+            )
         except OpenApiSpecError as error:
             message = f"OpenAPI `{name}`: {error.msg}"
             self.problems.append(message)

@@ -18,6 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from tui.security.environment import reduced_environment
+from tui.security.settings import DEFAULT_ENV_ALLOWLIST
 from tui.tools.result import ToolResult
 
 
@@ -225,7 +227,8 @@ async def run_hook_command(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=cwd or None,
-            env=env if env is not None else dict(os.environ),
+            # Never this process's own environment: a hook sees what a command would.
+            env=env if env is not None else reduced_environment(DEFAULT_ENV_ALLOWLIST, []),
             start_new_session=True,
         )
     except OSError as error:

@@ -14,7 +14,6 @@ without holding it.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tui.config import McpServerSettings
+from tui.security.own_environ import process_environ
 
 PROJECT_FILE = ".mcp.json"
 MAX_FILE_BYTES = 1024 * 1024
@@ -85,7 +85,7 @@ def load_project_servers(
     servers: dict[str, McpServerSettings] = {}
     problems: list[str] = []
     for name, entry in entries.items():
-        settings, problem = _parse_entry(name, entry, os.environ if env is None else env)
+        settings, problem = _parse_entry(name, entry, process_environ() if env is None else env)
         if settings is not None:
             servers[name] = settings
         else:

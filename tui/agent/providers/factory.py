@@ -8,11 +8,11 @@ need one (Ollama, vLLM, llama.cpp).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Literal
 
 from tui.agent.providers.base import Provider, ProviderError
+from tui.security.own_environ import process_environ
 
 __all__ = ["ENV_VARS", "ProviderName", "make_provider"]
 
@@ -41,12 +41,13 @@ def make_provider(
     stream: bool = True,
     environ: Mapping[str, str] | None = None,
 ) -> Provider:
-    """A ready provider; ``environ`` defaults to ``os.environ`` (tests pass their own).
+    """A ready provider; ``environ`` defaults to the user's environment with the keys
+    agent-tui took out of its own (tests pass their own).
 
     Raises:
         ProviderError: unknown provider name, or no key for the official endpoint.
     """
-    env = os.environ if environ is None else environ
+    env = process_environ() if environ is None else environ
     if name not in ENV_VARS:
         known = ", ".join(sorted(ENV_VARS))
         raise ProviderError(f"unknown provider {name!r}; choose one of: {known}")
