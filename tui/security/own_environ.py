@@ -54,7 +54,7 @@ def process_environ() -> Mapping[str, str]:
 
     For reading settings and choosing a provider only; never hand it to a child process.
     """
-    return ChainMap(os.environ, _held) if _held else os.environ  # type: ignore[return-value]
+    return ChainMap(os.environ, _held) if _held else os.environ
 
 
 def hold_provider_keys(proc: Path = Path("/proc/self")) -> str | None:
