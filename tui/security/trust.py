@@ -296,7 +296,7 @@ def _judge(path: tuple[str, ...], value: Any, base: Any) -> tuple[str, Why] | No
     if path[0] == "security" and len(path) == 2:
         return _judge_security(path[1], value, base)
     if path[0] == "tools" and len(path) == 2:
-        if value is False or base is False or value == base:
+        if value is False or base is not False:
             return None
         return f"switches the tool {path[1]} back on", "loosens"
     if path[-1] == "enabled" and value is False:
