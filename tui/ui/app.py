@@ -984,7 +984,14 @@ class AgentApp(App[int]):
 
 
 def run(workspace: Path, args: argparse.Namespace) -> int:
-    """``agent-tui`` with no prompt: paint first, then settings, target and session.
+    """``agent-tui`` with no prompt: paint first, then settings, target and session."""
+    app = make_app(workspace, args)
+    app.run()
+    return int(app.return_code or 0)
+
+
+def make_app(workspace: Path, args: argparse.Namespace, **options: Any) -> AgentApp:
+    """The app for ``agent-tui`` with no prompt, its session built after the first frame.
 
     The target follows ``--ssh``/``--container``/``--tmux`` as in headless mode, except that
     tmux is used by default when the target has it (a person is watching: the pane mirror and
@@ -1059,10 +1066,10 @@ def run(workspace: Path, args: argparse.Namespace) -> int:
             raise StartupError(error.msg) from None
         return session, factory
 
-    app = AgentApp(builder=builder, history_path=data_dir() / "prompt-history.jsonl")
+    options.setdefault("history_path", data_dir() / "prompt-history.jsonl")
+    app = AgentApp(builder=builder, **options)
     app.reload_settings = reload_settings
-    app.run()
-    return int(app.return_code or 0)
+    return app
 
 
 if __name__ == "__main__":

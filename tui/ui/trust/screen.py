@@ -81,8 +81,8 @@ class TrustScreen(ModalScreen[bool]):
             with VerticalScroll(id="trust-list"):
                 yield Static(describe_trust(self.trust), id="trust-changes")
             with Horizontal(id="trust-buttons"):
-                yield Button("Don't trust [n]", id="refuse", variant="primary")
-                yield Button("Trust [t]", id="trust", variant="warning")
+                yield Button("Don't trust (n)", id="refuse", variant="primary")
+                yield Button("Trust (t)", id="trust", variant="warning")
 
     def on_mount(self) -> None:
         self.query_one("#refuse", Button).focus()
