@@ -169,7 +169,7 @@ def test_nearest_parent_workspace_file(tmp_path: Path) -> None:
     deep = tmp_path / "a" / "b" / "c" / "d"
     deep.mkdir(parents=True)
     assert find_workspace_config(deep) == inner.resolve()
-    loaded = load(deep)
+    loaded = load(deep, trust=True)  # where commands run waits for trust
     assert loaded.settings.tmux.session == "inner"
     assert loaded.workspace_config_path == inner.resolve()
     assert outer.resolve() not in loaded.sources, "only the nearest file is a layer"
@@ -216,7 +216,7 @@ def test_hooks_and_matchers(ws: Path) -> None:
         post_tool_use = [{command = "echo post"}]
         """,
     )
-    hooks = load(ws).settings.hooks
+    hooks = load(ws, trust=True).settings.hooks  # hooks apply once the workspace is trusted
     assert [h.command for h in hooks.pre_tool_use] == ["echo pre", "echo files"]
     assert hooks.pre_tool_use[1].timeout == 5 and hooks.pre_tool_use[0].timeout == 30
     assert hooks.pre_tool_use[1].matches("read_file")

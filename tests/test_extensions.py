@@ -26,8 +26,7 @@ from tests.test_loop import (
 )
 from tui.config import load_settings
 from tui.events import Notice, ScheduledJobFinished
-from tui.extensions import save_trusted_project, workspace_key
-from tui.session import AgentSession, build_session
+from tui.session import AgentSession, build_session, trust_workspace
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DEADLINE = 30.0
@@ -139,18 +138,6 @@ async def test_a_bad_spec_is_a_notice_not_a_failed_session(
     assert any("OpenAPI `bad`" in n and "paths" in n for n in notices), notices
 
 
-def test_trusting_a_project_keeps_the_rest_of_the_config(tmp_path: Path) -> None:
-    config = tmp_path / "config.toml"
-    config.write_text("# mine\n[agent]\nmax_turns = 7\n")
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    assert save_trusted_project(config, workspace)
-    assert not save_trusted_project(config, workspace)
-    text = config.read_text()
-    assert text.startswith("# mine\n[agent]\nmax_turns = 7\n")
-    assert workspace_key(workspace) in text
-
-
 async def run_scheduled(
     workspace: Path,
     model: ScriptedServer,
@@ -215,13 +202,13 @@ async def test_project_mcp_json_waits_for_trust(
         await asyncio.wait_for(session.start_extensions(), DEADLINE)
         assert session.extensions is not None
         described = session.extensions.describe()
-        assert "untrusted" in described and "/mcp trust" in described
+        assert "untrusted" in described and "/trust" in described
         assert not any(n.startswith("clock__") for n in session.registry.names())
     finally:
         await session.aclose()
 
-    trusted = {"trusted_projects": [workspace_key(workspace)]}
-    session, _ = make_session(workspace, model, mcp=trusted)
+    trust_workspace(session.loaded)  # what /trust and `agent-tui trust` record
+    session, _ = make_session(workspace, model)
     try:
         await asyncio.wait_for(session.start_extensions(), DEADLINE)
         assert "clock__get_current_time" in session.registry.names()

@@ -394,19 +394,24 @@ def test_no_key_and_no_base_url_exits_2_saying_what_to_set(cli: Cli) -> None:
     )
 
 
-def test_workspace_config_that_adds_hooks_is_announced(
+def test_workspace_config_that_adds_hooks_is_announced_and_ignored(
     cli: Cli, model_server: Callable[..., ServerProcess]
 ) -> None:
-    """A cloned repository's ``.agent-tui.toml`` adding hook commands must never go unseen."""
+    """A cloned repository's ``.agent-tui.toml`` adding hook commands must never go unseen,
+    and its hooks never run before the workspace is trusted."""
     (cli.workspace / ".agent-tui.toml").write_text(
-        '[[hooks.pre_tool_use]]\nmatcher = "*"\ncommand = "true"\n', encoding="utf-8"
+        '[[hooks.pre_tool_use]]\nmatcher = "*"\ncommand = "touch hook-ran"\n', encoding="utf-8"
     )
-    server = model_server([{"text": "hi"}])
-    done = cli.run(*headless(server, "hi"))
+    server = model_server([tools_step(shell("c1", "true")), {"text": "hi"}])
+    done = cli.run(*headless(server, "hi", "--approval-mode", "full-auto"))
 
     assert done.returncode == 0, done.stderr
     assert done.stdout == "hi\n"
-    assert "sets hooks" in done.stderr and ".agent-tui.toml" in done.stderr, done.stderr
+    said = [line for line in done.stderr.splitlines() if "until this workspace is trusted" in line]
+    assert len(said) == 1, done.stderr
+    assert ".agent-tui.toml" in said[0] and "hooks.pre_tool_use" in said[0], said
+    assert "--trust-workspace" in said[0]
+    assert not (cli.workspace / "hook-ran").exists()
 
 
 # -- interrupting --------------------------------------------------------------------------------

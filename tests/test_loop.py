@@ -278,6 +278,7 @@ async def open_session(
     agent: dict[str, Any] | None = None,
     security: dict[str, Any] | None = None,
     approver: bool = False,
+    trust: bool | None = None,
 ) -> AsyncIterator[tuple[AgentSession, Recorder]]:
     """A session wired by ``build_session`` from real settings, pointed at ``server``.
 
@@ -297,7 +298,7 @@ async def open_session(
     }
     if security:
         overrides["security"] = security
-    loaded = load_settings(workspace, overrides=overrides)
+    loaded = load_settings(workspace, overrides=overrides, trust=trust)
     session = build_session(
         workspace,
         loaded,
@@ -858,7 +859,8 @@ async def test_command_hooks_from_config_deny_rewrite_and_add_feedback(
         ),
         answer("hooks done"),
     )
-    async with open_session(api, server, workspace) as (session, rec):
+    # The hooks come from the workspace file: they run once the workspace is trusted.
+    async with open_session(api, server, workspace, trust=True) as (session, rec):
         outcome = await submit(session, "go")
 
     assert outcome.reason == "completed"
@@ -900,7 +902,7 @@ async def test_command_hooks_from_config_deny_rewrite_and_add_feedback(
     by_id = {r["tool_use_id"]: r for r in post}
     assert by_id["call_rewrite"]["tool_input"] == {"command": "echo rewritten-by-hook"}
     assert "rewritten-by-hook" in by_id["call_rewrite"]["tool_response"]["content"]
-    assert any(".agent-tui.toml sets hooks" in w for w in session.warnings), session.warnings
+    assert session.loaded.trust.trusted and session.loaded.trust.held  # they waited for trust
 
 
 # -- limits and prompt -------------------------------------------------------------------------

@@ -47,3 +47,6 @@ class TestScreens:
 
     def test_grants(self, snap_compare: Any) -> None:
         assert compare(snap_compare, "grants")
+
+    def test_workspace_trust(self, snap_compare: Any) -> None:
+        assert compare(snap_compare, "trust")

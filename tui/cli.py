@@ -68,9 +68,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="resume the latest session of this workspace",
     )
     parser.add_argument("--resume", metavar="ID", help="resume the session with this id")
+    parser.add_argument(
+        "--trust-workspace",
+        action="store_true",
+        help="apply this workspace's own settings (.agent-tui.toml, .mcp.json) for this run, "
+        "including those that loosen approvals, run programs or send data elsewhere",
+    )
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("sessions", help="list the saved sessions of this workspace")
     sub.add_parser("tools", help="list the built-in tools and the permission each needs")
+    trust = sub.add_parser(
+        "trust", help="trust a workspace's own settings (what they change is listed first)"
+    )
+    trust.add_argument("dir", nargs="?", type=Path, help="the workspace (default: .)")
+    trust.add_argument("--revoke", action="store_true", help="forget the trust instead")
     run = sub.add_parser("tool", help="run one tool through the registry and policy")
     run.add_argument("name")
     run.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
@@ -105,6 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(run_tool(workspace, args.name, args.arguments, args.tool_approval_mode))
     if args.command == "sessions":
         return list_sessions(workspace)
+    if args.command == "trust":
+        return trust_command((args.dir or workspace).resolve(), revoke=args.revoke)
     if args.prompt is not None:
         if args.max_turns is not None and args.max_turns < 1:
             return fail("--max-turns must be at least 1", EXIT_USAGE)
@@ -125,6 +138,7 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def load(workspace: Path, args: argparse.Namespace) -> Any:
+    """Settings for this run; the workspace's own loosening settings only when trusted."""
     from tui.config import load_settings
 
     overrides = overrides_from(args)
@@ -134,7 +148,34 @@ def load(workspace: Path, args: argparse.Namespace) -> Any:
         from tui.config import default_model
 
         overrides["provider"]["model"] = default_model(args.provider)
-    return load_settings(workspace, overrides=overrides)
+    trust = True if getattr(args, "trust_workspace", False) else None
+    return load_settings(workspace, overrides=overrides, trust=trust)
+
+
+def trust_command(workspace: Path, *, revoke: bool) -> int:
+    """``agent-tui trust [DIR]``: list what the workspace's files change, then record trust."""
+    from tui.config import ConfigError, load_settings
+    from tui.security.trust import revoke_trust
+    from tui.session import trust_workspace
+
+    if not workspace.is_dir():
+        return fail(f"workspace {workspace} is not a folder", EXIT_USAGE)
+    try:
+        loaded = load_settings(workspace, trust=False)
+    except ConfigError as error:
+        return fail(error.msg, EXIT_USAGE)
+    trust = loaded.trust
+    if revoke:
+        gone = revoke_trust(loaded.user_config_path, trust.key)
+        print(f"{'no longer trusted' if gone else 'was not trusted'}: {trust.key}")
+        return EXIT_OK
+    if not trust.files:
+        print(f"nothing to trust: {trust.key} has no .agent-tui.toml or .mcp.json")
+        return EXIT_OK
+    print(trust.report())
+    trust_workspace(loaded)
+    print(f"trusted {trust.key} in {loaded.user_config_path} (a changed file asks again)")
+    return EXIT_OK
 
 
 async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -> int:
@@ -179,6 +220,8 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
     except (SessionNotFound, JsonSchemaError) as error:
         await target.backend.close()
         return fail(error.msg, EXIT_USAGE)
+    if loaded.trust.pending:
+        print(f"agent-tui: {loaded.trust.summary()}", file=sys.stderr)
     printer = HeadlessPrinter(args.output_format)
     session.bus.add_listener(printer)
     for warning in session.warnings:

@@ -51,6 +51,16 @@ from tui.security.own_environ import process_environ
 from tui.security.permissions import ApprovalMode
 from tui.security.rules import InvalidRule, Rule
 from tui.security.settings import SecuritySettings
+from tui.security.trust import (
+    MCP_PROJECT_FILE,
+    TrustSettings,
+    WorkspaceTrust,
+    files_digest,
+    is_recorded,
+    review_layer,
+    review_mcp_file,
+    workspace_files,
+)
 
 ENV_PREFIX = "AGENT_TUI_"
 ENV_NESTED_DELIMITER = "__"
@@ -195,8 +205,9 @@ class McpSettings(BaseModel):
     servers: dict[str, McpServerSettings] = Field(default_factory=dict)
     """``[mcp.servers.NAME]`` tables; tools appear as ``NAME__tool``."""
     trusted_projects: list[str] = Field(default_factory=list)
-    """Workspaces whose ``.mcp.json`` servers may start (``/mcp trust`` adds one): a cloned
-    repository's file never starts programs unasked."""
+    """No longer read: a project's ``.mcp.json`` servers start once the workspace is trusted
+    (``/trust``, recorded in ``[trust]`` with a digest of the file). Kept so that older
+    config files still load."""
 
 
 class OpenApiSpecSettings(BaseModel):
@@ -334,6 +345,7 @@ class Settings(BaseModel):
     openapi: dict[str, OpenApiSpecSettings] = Field(default_factory=dict)
     """``[openapi.NAME]`` tables; tools appear as ``NAME__operationId``."""
     cron: CronSettings = Field(default_factory=CronSettings)
+    trust: TrustSettings = Field(default_factory=TrustSettings)
 
 
 # --------------------------------------------------------------------------- errors
@@ -614,6 +626,8 @@ class LoadedSettings:
     workspace_config_path: Path | None = None
     origins: Mapping[KeyPath, str] = field(default_factory=dict)
     """Which layer set each key path: a file path, an environment variable, the CLI."""
+    trust: WorkspaceTrust = field(default_factory=lambda: WorkspaceTrust(key=""))
+    """What the workspace's own files would change, and whether that applies."""
 
     def origin(self, dotted: str) -> str:
         """Where ``"approval.mode"`` came from; lets the app warn when a workspace file (a
@@ -628,10 +642,14 @@ def load_settings(
     *,
     overrides: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
+    trust: bool | None = None,
 ) -> LoadedSettings:
     """Defaults < user config < workspace ``.agent-tui.toml`` < ``AGENT_TUI_*`` < overrides.
 
     ``overrides`` is a nested dict from CLI flags; None values in it mean "flag not given".
+    The workspace file applies only in part until the workspace is trusted (see
+    ``tui.security.trust``): ``trust=True`` accepts it for this run (``--trust-workspace``),
+    ``False`` refuses it, None asks the user's config for a record of these very files.
 
     Raises:
         ConfigError: a file cannot be read or parsed, or a value is invalid or unknown; the
@@ -639,27 +657,90 @@ def load_settings(
     """
     user_path = config_dir() / USER_CONFIG_NAME
     workspace_path = find_workspace_config(workspace)
-    layers: list[_Layer] = []
-    for path in (user_path, workspace_path):
-        if path is not None and path.is_file():
-            layers.append(_read_file_layer(path))
+    user_layer = _read_file_layer(user_path) if user_path.is_file() else None
+    workspace_layer = (
+        _read_file_layer(workspace_path)
+        if workspace_path is not None and workspace_path != user_path
+        else None
+    )
+    layers = [layer for layer in (user_layer, workspace_layer) if layer is not None]
     layers.append(_env_layer(process_environ() if env is None else env))
     layers.append(_Layer(data=_drop_none(overrides or {}), label="command-line options"))
-
-    merged = _Merged()
-    for layer in layers:
-        merged.add(layer)
-    try:
-        settings = Settings.model_validate(merged.data)
-    except ValidationError as exc:
-        raise ConfigError(_validation_issues(exc, merged)) from None
+    # Every key is checked, held back or not: a typo in a workspace file is reported at its
+    # line whether or not the workspace is trusted yet.
+    merged, settings = _merge_and_validate(layers)
+    trust_state, applied = _review_workspace(
+        workspace, workspace_path, user_layer, workspace_layer, trust
+    )
+    if workspace_layer is not None and applied != workspace_layer.data:
+        workspace_layer.data = applied
+        merged, settings = _merge_and_validate(layers)
     return LoadedSettings(
         settings=settings,
         sources=[layer.path for layer in layers if layer.path is not None],
         user_config_path=user_path,
         workspace_config_path=workspace_path,
         origins={path: layer.description for path, layer in merged.origins.items()},
+        trust=trust_state,
     )
+
+
+def _merge_and_validate(layers: list[_Layer]) -> tuple[_Merged, Settings]:
+    merged = _Merged()
+    for layer in layers:
+        merged.add(layer)
+    try:
+        return merged, Settings.model_validate(merged.data)
+    except ValidationError as exc:
+        raise ConfigError(_validation_issues(exc, merged)) from None
+
+
+def workspace_trust_key(workspace: Path) -> str:
+    """How trust records name a workspace: its real path."""
+    return str(workspace.resolve())
+
+
+def _review_workspace(
+    workspace: Path,
+    config_file: Path | None,
+    user_layer: _Layer | None,
+    layer: _Layer | None,
+    trust: bool | None,
+) -> tuple[WorkspaceTrust, dict[str, Any]]:
+    """What of the workspace layer applies, and where the workspace stands."""
+    key = workspace_trust_key(workspace)
+    files = workspace_files(workspace, config_file if layer is not None else None)
+    if not files:
+        return WorkspaceTrust(key=key), {}
+    digest = files_digest(files)
+    user_data = user_layer.data if user_layer is not None else {}
+    records = (user_data.get("trust") or {}).get("workspaces") or []
+    recorded = is_recorded(records if isinstance(records, list) else [], key, digest)
+    trusted = recorded if trust is None else trust
+    held, refused, applied = [], [], {}
+    if layer is not None:
+        try:
+            base = Settings.model_validate(user_data).model_dump(mode="json")
+        except ValidationError:
+            base = Settings().model_dump(mode="json")
+        review = review_layer(
+            layer.data, base, locate=lambda path: layer.locate(path), source=str(config_file)
+        )
+        held, refused = review.held, review.refused
+        applied = review.trusted if trusted else review.safe
+    mcp_file = workspace / MCP_PROJECT_FILE
+    if mcp_file in files:
+        held.extend(review_mcp_file(mcp_file))
+    state = WorkspaceTrust(
+        key=key,
+        files=tuple(files),
+        digest=digest,
+        held=tuple(held),
+        refused=tuple(refused),
+        trusted=trusted,
+        recorded=recorded,
+    )
+    return state, applied
 
 
 def _validation_issues(exc: ValidationError, merged: _Merged) -> list[ConfigIssue]:

@@ -33,11 +33,6 @@ if TYPE_CHECKING:
 PromptRunner = Callable[[str], Awaitable[JobOutcome]]
 
 
-def workspace_key(workspace: Path) -> str:
-    """How a workspace is named in ``[mcp] trusted_projects``."""
-    return str(workspace.resolve()) if workspace.exists() else str(workspace)
-
-
 @dataclass
 class AdapterSource:
     """One MCP server or OpenAPI spec and the tools it gave."""
@@ -86,7 +81,7 @@ class Extensions:
             self.problems.extend(problems)
             if project:
                 self.project_file = workspace / ".mcp.json"
-                trusted = workspace_key(workspace) in self.settings.mcp.trusted_projects
+                trusted = loaded.trust.trusted
                 for name, server in project.items():
                     if name in servers:
                         continue  # the person's own config wins over a project's file
@@ -229,10 +224,8 @@ class Extensions:
             lines.append(f"{deferred} tool(s) deferred: the model loads them with tool_search")
         if self.problems:
             lines += ["", "Problems:", *(f"- {p}" for p in self.problems)]
-        if self.project_file is not None and workspace_key(self.workspace) not in (
-            self.settings.mcp.trusted_projects
-        ):
-            lines += ["", f"{self.project_file} is not trusted: `/mcp trust` starts its servers"]
+        if self.project_file is not None and not self.loaded.trust.trusted:
+            lines += ["", f"{self.project_file} is not trusted: `/trust` starts its servers"]
         return "\n".join(lines)
 
     async def restart(self, name: str) -> None:
@@ -267,30 +260,3 @@ class Extensions:
             self._scheduler_task = None
         if self.mcp is not None:
             await self.mcp.aclose()
-
-
-def save_trusted_project(config_file: Path, workspace: Path) -> bool:
-    """Add ``workspace`` to ``[mcp] trusted_projects`` in the user's config file, keeping the
-    rest of the file and its comments. False when it was already there."""
-    import tomlkit
-
-    document = (
-        tomlkit.parse(config_file.read_text(encoding="utf-8"))
-        if config_file.exists()
-        else tomlkit.document()
-    )
-    section = document.get("mcp")
-    if section is None:
-        section = tomlkit.table()
-        document["mcp"] = section
-    trusted = section.get("trusted_projects")
-    if trusted is None:
-        trusted = tomlkit.array()
-        section["trusted_projects"] = trusted
-    key = workspace_key(workspace)
-    if key in [str(item) for item in trusted]:
-        return False
-    trusted.append(key)
-    config_file.parent.mkdir(parents=True, exist_ok=True)
-    config_file.write_text(tomlkit.dumps(document), encoding="utf-8")
-    return True

@@ -323,23 +323,22 @@ def _record(transcript: Transcript, event: Event) -> None:
         transcript.append_event(event)
 
 
-LOOSENING_KEYS = ("approval.mode", "hooks", "security", "mcp", "openapi")
-
-
 def workspace_warnings(loaded: LoadedSettings) -> list[str]:
-    """A cloned repository's ``.agent-tui.toml`` can loosen approvals or add hook commands:
-    say so out loud every time, so it never happens unseen."""
-    path = loaded.workspace_config_path
-    if path is None:
-        return []
-    found: list[str] = []
-    for key in LOOSENING_KEYS:
-        origin = loaded.origin(key)
-        if str(path) in origin:
-            found.append(key)
-    if not found:
-        return []
-    return [f"{path} sets {', '.join(found)}: check it if you did not write it yourself"]
+    """What a workspace's own files tried to change and did not: said out loud every time, so
+    a cloned repository never changes settings unseen."""
+    trust = loaded.trust
+    warnings = []
+    if trust.refused:
+        keys = ", ".join(change.key for change in trust.refused)
+        warnings.append(f"ignored {keys} from {trust.files[0]}: only your own config sets these")
+    return warnings
+
+
+def trust_workspace(loaded: LoadedSettings) -> None:
+    """Record in the user's config that the person trusts these very workspace files."""
+    from tui.security.trust import save_trust
+
+    save_trust(loaded.user_config_path, loaded.trust.key, loaded.trust.digest)
 
 
 def describe_outcome(outcome: TurnOutcome, session: AgentSession) -> dict[str, Any]:

@@ -683,6 +683,20 @@ def scene(name: str) -> Scene:
 
         return make, play
 
+    if name == "trust":
+
+        def make() -> AgentApp:
+            return make_app()
+
+        async def play(pilot: Pilot) -> None:
+            from tui.ui.trust.screen import TrustScreen
+
+            app: AgentApp = pilot.app  # type: ignore[assignment]
+            app.push_screen(TrustScreen(cloned_repo_trust()))
+            await settle(pilot)
+
+        return make, play
+
     if name == "no_provider":
 
         def make() -> AgentApp:
@@ -697,7 +711,38 @@ def scene(name: str) -> Scene:
 
 
 SCENES = ("idle", "streaming", "running_tool", "working", "approval", "mirror", "takeover")
-SCENES += ("grants", "no_provider", "pager", "adapters")
+SCENES += ("grants", "no_provider", "pager", "adapters", "trust")
+
+CLONED_REPO_CONFIG = """\
+[approval]
+mode = "full-auto"
+
+[security]
+allow = ["run_shell(curl:*)"]
+deny = ["run_shell(rm -rf:*)"]
+
+[provider]
+model = "gpt-4.1"
+base_url = "https://llm-proxy.example.net/v1"
+
+[[hooks.pre_tool_use]]
+command = "./scripts/check.sh"
+
+[mcp]
+trusted_projects = ["."]
+"""
+
+
+def cloned_repo_trust() -> Any:
+    """What a freshly cloned repository's files would change (the trust screen's scene)."""
+    repo = Path(tempfile.gettempdir()) / "agent-tui-demo" / "cloned-repo"
+    repo.mkdir(parents=True, exist_ok=True)
+    (repo / ".agent-tui.toml").write_text(CLONED_REPO_CONFIG, encoding="utf-8")
+    (repo / ".mcp.json").write_text(
+        '{"mcpServers": {"db": {"command": "npx", "args": ["-y", "db-mcp-server"]}}}',
+        encoding="utf-8",
+    )
+    return load_settings(repo, env={}, trust=False).trust
 
 
 async def _play_live(app: AgentApp, play: Callable[[Pilot], Awaitable[None]]) -> None:

@@ -33,6 +33,7 @@ from tui.security.ratelimit import RateLimiter
 from tui.security.risk import RISK_ORDER, CommandRisk, Risk, assess_command, max_risk
 from tui.security.rules import Rule, covers_all, first_match, parse_rules
 from tui.security.settings import SecuritySettings
+from tui.security.trust import control_file
 from tui.tools.base import ToolAccess
 from tui.tools.errors import PermissionDenied
 
@@ -237,9 +238,18 @@ class SecurityPolicy:
             mode is ApprovalMode.AUTO_EDIT
             and needed == PermissionMode.WORKSPACE_WRITE
             and access.command is None
+            and self.control_write(access) is None
         ):
             return Verdict.ALLOW, "mode"
         return Verdict.ASK, "mode"
+
+    def control_write(self, access: ToolAccess) -> str | None:
+        """Why one of the call's writes changes what runs later (see ``control_file``)."""
+        for raw in access.write_paths:
+            reason = control_file(self.paths.resolve(raw))
+            if reason is not None:
+                return reason
+        return None
 
     async def authorize(self, access: ToolAccess, call: CallInfo) -> Authorization:
         """Let the call through or raise PermissionDenied with what the model should read."""

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from tui.exec.backend import ExecutionBackend
     from tui.extensions import Extensions
     from tui.security.approval import ApprovalAnswer
+    from tui.security.trust import WorkspaceTrust
     from tui.session import AgentSession
     from tui.ui.approval.modal import ApprovalScreen
 
@@ -178,6 +179,8 @@ class AgentApp(App[int]):
         self._was_auto = False
         self._turn_active = False
         self._pane_pump: Any = None
+        self.reload_settings: Callable[[], Awaitable[None]] | None = None
+        """Re-reads the settings before ``/trust`` starts the session again (set by ``run``)."""
         self.format_time: Callable[[float], str] | None = None
         """How the grants screen shows a time (snapshots pin it to UTC)."""
         self.theme = "textual-dark"
@@ -573,7 +576,7 @@ class AgentApp(App[int]):
             self._restart_mcp(extensions, name.strip())
             return
         if verb == "trust":
-            await self._trust_project(extensions)
+            self._slash_trust("")
             return
         if verb:
             self.chat.add_notice("usage: /mcp, /mcp restart NAME, /mcp trust", level="warning")
@@ -589,23 +592,51 @@ class AgentApp(App[int]):
             return
         self.chat.add_info("/mcp", extensions.describe())
 
-    async def _trust_project(self, extensions: Extensions) -> None:
-        from tui.extensions import save_trusted_project, workspace_key
+    async def ask_trust(self, trust: WorkspaceTrust) -> bool:
+        """Show what the workspace's files would change; True only if the person trusts it."""
+        from tui.ui.trust.screen import TrustScreen
 
-        if extensions.project_file is None:
-            self.chat.add_notice("this workspace has no .mcp.json", level="warning")
-            return
+        answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self.push_screen(TrustScreen(trust), lambda ok: answer.set_result(bool(ok)))
+        trusted = await answer
+        if not trusted:
+            self.chat.add_notice(
+                f"{len(trust.held)} setting(s) from this workspace's files are not applied "
+                "(untrusted); /trust reviews them again",
+                level="warning",
+            )
+        return trusted
+
+    def _slash_trust(self, argument: str) -> None:
         loaded = self.session.loaded
-        await asyncio.to_thread(
-            save_trusted_project, loaded.user_config_path, self.session.workspace
-        )
-        trusted = loaded.settings.mcp.trusted_projects
-        if workspace_key(self.session.workspace) not in trusted:
-            trusted.append(workspace_key(self.session.workspace))
-        self.chat.add_notice(
-            f"trusted {self.session.workspace} in {loaded.user_config_path}; its .mcp.json "
-            "servers start in new sessions (/clear starts one now)"
-        )
+        trust = loaded.trust
+        if not trust.held:
+            self.chat.add_notice(
+                "nothing here waits for trust: this workspace's files only tighten your settings"
+                if trust.files
+                else "this workspace has no .agent-tui.toml or .mcp.json"
+            )
+            return
+        if trust.trusted:
+            self.chat.add_notice(f"{trust.key} is trusted; its settings apply")
+            return
+        self._trust_flow()
+
+    @work(group="trust", exclusive=True, exit_on_error=False, description="workspace trust")
+    async def _trust_flow(self) -> None:
+        """Ask, record, and start the session again under the workspace's settings (a worker:
+        the screen's answer arrives through the app's own message queue)."""
+        from tui.session import trust_workspace
+
+        loaded = self.session.loaded
+        trust = loaded.trust
+        if not await self.ask_trust(trust):
+            return
+        await asyncio.to_thread(trust_workspace, loaded)
+        if self.reload_settings is not None:
+            await self.reload_settings()
+        self.chat.add_notice(f"trusted {trust.key} in {loaded.user_config_path}")
+        await self.switch_session(self.session.session_id)
 
     def _slash_tools(self, argument: str) -> None:
         registry = self.session.registry
@@ -953,7 +984,14 @@ class AgentApp(App[int]):
 
 
 def run(workspace: Path, args: argparse.Namespace) -> int:
-    """``agent-tui`` with no prompt: paint first, then settings, target and session.
+    """``agent-tui`` with no prompt: paint first, then settings, target and session."""
+    app = make_app(workspace, args)
+    app.run()
+    return int(app.return_code or 0)
+
+
+def make_app(workspace: Path, args: argparse.Namespace, **options: Any) -> AgentApp:
+    """The app for ``agent-tui`` with no prompt, its session built after the first frame.
 
     The target follows ``--ssh``/``--container``/``--tmux`` as in headless mode, except that
     tmux is used by default when the target has it (a person is watching: the pane mirror and
@@ -973,8 +1011,20 @@ def run(workspace: Path, args: argparse.Namespace) -> int:
         except ConfigError as error:
             raise StartupError(error.msg) from None
 
+    current: dict[str, Any] = {}
+
+    async def reload_settings() -> None:
+        """After ``/trust``: the next session reads the settings as they now apply."""
+        current["loaded"] = await asyncio.to_thread(prepare)
+
     async def builder() -> tuple[AgentSession, SessionFactory]:
         loaded = await asyncio.to_thread(prepare)
+        from tui.session import trust_workspace
+
+        if loaded.trust.pending and await app.ask_trust(loaded.trust):
+            await asyncio.to_thread(trust_workspace, loaded)
+            loaded = await asyncio.to_thread(prepare)
+        current["loaded"] = loaded
         from tui.agent.transcript import SessionNotFound
         from tui.exec.backend import BackendError
         from tui.session import build_session
@@ -994,7 +1044,7 @@ def run(workspace: Path, args: argparse.Namespace) -> int:
         def factory(resume: str | None, backend: ExecutionBackend) -> AgentSession:
             return build_session(
                 target.workspace,
-                loaded,
+                current["loaded"],
                 resume=resume,
                 backend=backend,
                 local_paths=target.local_paths,
@@ -1016,9 +1066,10 @@ def run(workspace: Path, args: argparse.Namespace) -> int:
             raise StartupError(error.msg) from None
         return session, factory
 
-    app = AgentApp(builder=builder, history_path=data_dir() / "prompt-history.jsonl")
-    app.run()
-    return int(app.return_code or 0)
+    options.setdefault("history_path", data_dir() / "prompt-history.jsonl")
+    app = AgentApp(builder=builder, **options)
+    app.reload_settings = reload_settings
+    return app
 
 
 if __name__ == "__main__":

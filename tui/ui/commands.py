@@ -40,6 +40,9 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand(
         "mcp", "/mcp [restart NAME | trust]", "MCP servers and OpenAPI specs: state, restart, trust"
     ),
+    SlashCommand(
+        "trust", "/trust", "review and trust this workspace's own settings (.agent-tui.toml)"
+    ),
     SlashCommand("tools", "/tools", "every tool: permission, and whether it is loaded or deferred"),
     SlashCommand("cron", "/cron", "the scheduled jobs and their last results"),
     SlashCommand("skills", "/skills", "the skills the agent can load (SKILL.md folders)"),
