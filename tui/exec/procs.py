@@ -171,14 +171,26 @@ async def stop(procs: Iterable[Proc], *, grace: float, reap: float = 2.0) -> lis
             os.close(fd)
 
 
-def stopped_notice(command: Proc | None, others: list[Proc], left: list[Proc]) -> str:
-    """What a cancel stopped, in the words the tool block shows, and what resisted it."""
+def stopped_notice(
+    command: Proc | None,
+    others: list[Proc],
+    left: list[Proc],
+    *,
+    noun: tuple[str, str] = ("background process", "background processes"),
+) -> str:
+    """What a cancel stopped, in the words the tool block shows, and what resisted it.
+
+    ``noun`` is how ``others`` are called (singular, plural): the local backend's are the
+    command's background jobs; in a pane, where the shell stays, they are all it started.
+    """
     parts: list[str] = []
     if command is not None:
         parts.append(f"the command (pid {command.pid})")
     if others:
-        noun = "background process" if len(others) == 1 else "background processes"
-        parts.append(f"{len(others)} {noun}: " + ", ".join(p.describe() for p in others))
+        parts.append(
+            f"{len(others)} {noun[0] if len(others) == 1 else noun[1]}: "
+            + ", ".join(p.describe() for p in others)
+        )
     text = "stopped: " + (" and ".join(parts) if parts else "nothing was left running")
     if left:
         text += "; still running despite SIGKILL: " + ", ".join(p.describe() for p in left)
