@@ -228,6 +228,8 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
         # Published while the session was built, before the printer listened: a workspace
         # file loosening approvals or adding hooks must be seen in headless runs too.
         printer(Notice(message=warning, level="warning"))
+    for notice in target.notices:
+        printer(Notice(message=notice, level="warning"))
     try:
         if session.loop is None:
             return fail(session.provider_error or "no model provider configured", EXIT_USAGE)

@@ -7,7 +7,7 @@ pick one backend here, and everything else only ever sees the ``ExecutionBackend
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui.config import Settings
@@ -33,6 +33,9 @@ class Target:
     """The workspace on the target (a remote or in-container path for those)."""
     local_paths: bool
     home: str | None = None
+    notices: list[str] = field(default_factory=list)
+    """What opening the target found that the person should hear at once (a tmux pane reused
+    with an earlier agent's jobs still running in it)."""
 
 
 async def open_target(
@@ -87,8 +90,8 @@ async def open_target(
         max_sessions=tmux.max_sessions,
         max_panes=tmux.max_panes,
     )
-    await backend.start()
-    return Target(backend, workspace, local_paths, home)
+    notices = await backend.start()
+    return Target(backend, workspace, local_paths, home, notices)
 
 
 def _remote_workspace(workspace: Path, home: str) -> Path:

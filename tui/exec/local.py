@@ -3,8 +3,10 @@
 Why it is built this way:
 
 * Each command gets its own session and process group (``start_new_session``), so a
-  timeout or a cancel can kill *everything* it started (``sleep 300 &`` included) with one
-  ``killpg``, and no orphan outlives the tool call.
+  timeout or a cancel can kill *everything* it started (``sleep 300 &`` included): the group
+  with one ``killpg``, then whoever moved to another group of the session (``procs``).
+* Each session is handed to the agent's watchdog (``watchdog``) as it starts, so when
+  agent-tui dies, even by SIGKILL, nothing its commands started keeps running.
 * Output is taken with a ``SubprocessProtocol`` instead of ``StreamReader`` tasks. Data
   arrives in callbacks as the event loop reads it (whatever is available, up to the
   transport's read size), so streaming costs no task per stream and no polling, and a
@@ -32,6 +34,7 @@ import subprocess
 import time
 from collections.abc import Mapping
 
+from tui.exec import procs
 from tui.exec.backend import (
     BackendError,
     ChunkSink,
@@ -42,6 +45,7 @@ from tui.exec.backend import (
 from tui.exec.streams import KEEP_LIMIT as STREAM_KEEP_LIMIT
 from tui.exec.streams import KILL_GRACE, CommandProtocol, wait_for_end
 from tui.exec.streams import REAP_LIMIT as _REAP_LIMIT
+from tui.exec.watchdog import shared as shared_watchdog
 
 KEEP_LIMIT = STREAM_KEEP_LIMIT
 """Characters of each stream kept in a local result (read at each run, so tests can lower it)."""
@@ -176,8 +180,11 @@ class LocalBackend(ExecutionBackend):
         loop = asyncio.get_running_loop()
         protocol = CommandProtocol(loop, on_chunk, KEEP_LIMIT)
         workdir = cwd if cwd is not None else self._default_cwd
+        watchdog = await shared_watchdog()
         transport = await self._spawn(loop, protocol, command, workdir, env)
         pgid = transport.get_pid()
+        if watchdog is not None:
+            watchdog.watch(pgid)
         try:
             timed_out, cancelled = await wait_for_end(
                 protocol,
@@ -244,18 +251,29 @@ class LocalBackend(ExecutionBackend):
         return BackendError(f"Cannot start the shell {self._shell!r}: {reason}.")
 
     async def _kill_group(self, pgid: int, protocol: CommandProtocol) -> None:
-        """SIGTERM the whole group, give it ``KILL_GRACE`` seconds, then SIGKILL what is left.
+        """Stop the command's whole session: its group, then any member in other groups.
 
-        "Group is empty" has no event, but "shell exited and every holder of our pipes is
-        gone" does, and covers nearly every member; stragglers get the SIGKILL.
+        SIGTERM first, ``KILL_GRACE`` seconds, then SIGKILL what is left. A shell with job
+        control (``set -m``) moves ``sleep 300 &`` to a group of its own, but it stays in the
+        session, so the session is what is swept; the notice names everything stopped.
         """
         protocol.killing = True
+        command = await asyncio.to_thread(procs.read, pgid)
+        members = await asyncio.to_thread(procs.in_sessions, [pgid])
         _signal_group(pgid, signal.SIGTERM)
+        others = [proc for proc in members if proc.pid != pgid]
+        left = await procs.stop(others, grace=KILL_GRACE) if others else []
         await asyncio.wait({protocol.exited, protocol.pipes_closed}, timeout=KILL_GRACE)
         if _group_alive(pgid):
             _signal_group(pgid, signal.SIGKILL)
+        late = await asyncio.to_thread(procs.in_sessions, [pgid])
+        if late:  # started after the first sweep (a fork during the grace period)
+            left = await procs.stop(late, grace=0.0)
+            known = {proc.key for proc in others}
+            others += [proc for proc in late if proc.key not in known and proc.pid != pgid]
         if not protocol.exited.done():
             await asyncio.wait({protocol.exited}, timeout=_REAP_LIMIT)
+        protocol.notice(procs.stopped_notice(command, others, left))
 
     async def spawn(
         self, argv: list[str], *, env: Mapping[str, str] | None = None

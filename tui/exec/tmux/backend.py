@@ -27,6 +27,8 @@ from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from tui.exec.backend import BackendError, ChunkSink, ExecResult, ExecutionBackend
+from tui.exec.local import LocalBackend
+from tui.exec.tmux import orphans
 from tui.exec.tmux.control import ControlClient, ControlClosed, Reply, TmuxCommandError, quote
 from tui.exec.tmux.guard import check_shared_shell
 from tui.exec.tmux.markers import (
@@ -106,6 +108,8 @@ class _Job:
     done: asyncio.Future[None]
     started: float = field(default_factory=time.monotonic)
     on_chunk: ChunkSink | None = None
+    baseline: orphans.Baseline | None = None
+    """Who was in the pane shell's session before (local panes): what a cancel spares."""
 
 
 @dataclass
@@ -119,6 +123,8 @@ class _Pane:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     job: _Job | None = None
     last_job: _Job | None = None
+    shell_pid: int | None = None
+    """The pane's shell, on a local host only (its session is swept on cancel)."""
     watchers: list[Callable[[bytes], None]] = field(default_factory=list)
 
 
@@ -368,6 +374,7 @@ class TmuxBackend(ExecutionBackend):
             done=asyncio.get_running_loop().create_future(),
             on_chunk=on_chunk,
         )
+        job.baseline = await orphans.baseline(state.shell_pid)
         state.job = job
         text = command_text(ShellKind.SH if state.prefix_start else state.kind, command)
         try:
@@ -411,6 +418,8 @@ class TmuxBackend(ExecutionBackend):
             await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             cancelled = not job.done.done() and cancel is not None and cancel.is_set()
             if cancelled:
+                base = job.baseline
+                seen = await orphans.started_since(base) if base is not None else []
                 # A Ctrl-C that lands between two commands of a list can be swallowed by
                 # the shell: press it again, as a person would.
                 for _ in range(3):
@@ -418,6 +427,9 @@ class TmuxBackend(ExecutionBackend):
                     await asyncio.wait({job.done}, timeout=CANCEL_GRACE / 3)
                     if job.done.done():
                         break
+                if base is not None:  # Ctrl-C spares background jobs: stop them too
+                    notices.append(await orphans.stop_started(base, seen))
+                    await asyncio.wait({job.done}, timeout=CANCEL_GRACE / 3)
         except asyncio.CancelledError:
             if not job.done.done():
                 task = asyncio.ensure_future(self._interrupt_quietly(state.pane_id))
@@ -575,6 +587,8 @@ class TmuxBackend(ExecutionBackend):
         nonce = stored.strip() if re.fullmatch(r"[0-9a-f]{8}", stored.strip()) else new_nonce()
         await client.command(f"set-option -p -t {pane_id} {NONCE_OPTION} {nonce}")
         state = _Pane(pane_id, session, kind, nonce, prefix_start=kind is ShellKind.SH)
+        if isinstance(self.host, LocalBackend):
+            state.shell_pid = await orphans.shell_pid(client, pane_id)
         watch = _MarkerWatch(nonce)
         state.watchers.append(watch.feed)
         self._panes[pane_id] = state
@@ -587,6 +601,10 @@ class TmuxBackend(ExecutionBackend):
                 state.prefix_start = status_code != 0
             if created:
                 await client.command(f"clear-history -t {pane_id}")
+            elif left := await orphans.leftovers(state.shell_pid):
+                self._pending_notices.append(
+                    f"still running in the agent's pane {pane_id} from before: {left}"
+                )
         except TimeoutError:
             self._panes.pop(pane_id, None)
             raise BackendError(
@@ -637,7 +655,7 @@ class TmuxBackend(ExecutionBackend):
         notices = self._take_notices()
         await self.ensure_started(notices)
         await self._default_state(notices)
-        return notices
+        return notices + self._take_notices()
 
     async def ensure_started(
         self, notices: list[str], *, env: Mapping[str, str] | None = None
