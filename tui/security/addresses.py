@@ -11,6 +11,7 @@ an IPv4 one (mapped, compatible, NAT64, 6to4) also means that IPv4 address.
 from __future__ import annotations
 
 import re
+from urllib.parse import unquote
 from ipaddress import (
     IPv4Address,
     IPv4Network,
@@ -35,13 +36,14 @@ _LOOPBACK6 = IPv6Address("::1")
 
 
 def normalise_host(host: str) -> str:
-    """``host`` as a resolver sees it: UTS 46 mapped, lower case, no brackets or trailing dot.
+    """``host`` as a resolver sees it: UTS 46 mapped, lower case, no brackets, percent escapes
+    or trailing dot.
 
     The mapping turns full-width digits and ideographic full stops into ASCII ones, so
     127.0.0.1 written with them is read as the address it connects to. Non-ASCII names become their
     ``xn--`` form, the form rules and DNS compare.
     """
-    text = host.strip().strip("[]")
+    text = unquote(host.strip()).strip("[]")  # browsers decode %2e in a host: so do we
     if not text.isascii():
         try:
             text = idna.uts46_remap(text, std3_rules=False, transitional=False)

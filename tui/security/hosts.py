@@ -97,13 +97,25 @@ class HostEntry:
         return self.name == "*" or name == self.name or name.endswith("." + self.name)
 
     def covers_address(self, address: Address) -> bool:
+        """Whether any meaning of ``address`` lies in this entry."""
         if self.name == "*":
             return True
         return self.network is not None and network_covers(self.network, address)
 
+    def covers_exactly(self, address: Address) -> bool:
+        """Whether ``address`` itself (not what it carries) lies in this entry."""
+        if self.name == "*":
+            return True
+        network = self.network
+        return network is not None and network.version == address.version and address in network
+
 
 def _one(address: Address) -> Network:
     return IPv4Network(address) if address.version == 4 else IPv6Network(address)
+
+
+def _is_localhost(name: str) -> bool:
+    return name == "localhost" or name.endswith(".localhost")
 
 
 def _listed(entries: tuple[HostEntry, ...]) -> str:
@@ -156,7 +168,8 @@ class HostPolicy:
             raise PermissionDenied(f"{url!r} has no host to check against [security] hosts")
         address = parse_address(spelling)
         if address is not None:
-            self.judge_address(_Where(spelling, resolved=False), address, [])
+            # No DNS here, but ``localhost`` means loopback without asking any resolver.
+            self.judge_address(_Where(spelling, resolved=False), address, self._loopback_names())
             if not self._allows_address(address):
                 raise self._not_allowed(_Where(spelling, resolved=False).say(address, address))
             return
@@ -220,7 +233,7 @@ class HostPolicy:
         """Refuse ``address`` if blocked or refused by default (raises PermissionDenied)."""
         for meaning in meanings(address):
             for entry in self.blocked:
-                if entry.covers_address(meaning):
+                if entry.covers_exactly(meaning):
                     raise PermissionDenied(
                         f"{where.say(address, meaning)} is refused by [security] blocked_hosts "
                         f"({entry.written!r}); web calls may not reach it"
@@ -270,6 +283,14 @@ class HostPolicy:
             "there to let web calls reach it"
         )
 
+    def _loopback_names(self) -> list[tuple[Network, HostEntry]]:
+        return [
+            (network, entry)
+            for entry in self.blocked
+            if entry.name is not None and _is_localhost(entry.name)
+            for network in _LOOPBACK
+        ]
+
     async def _blocked_name_networks(self, resolve: Resolver) -> list[tuple[Network, HostEntry]]:
         """Where every blocked *name* points: ``localhost`` blocks 127.0.0.1 in any spelling."""
         names = [e for e in self.blocked if e.name is not None and e.name != "*"]
@@ -289,7 +310,7 @@ class HostPolicy:
         if seen is not None and now - seen[0] < BLOCKED_NAME_TTL:
             return seen[1]
         networks: list[Network] = []
-        if name == "localhost" or name.endswith(".localhost"):
+        if _is_localhost(name):
             # RFC 6761: localhost is loopback whatever a resolver says; curl and browsers agree.
             networks += _LOOPBACK
         try:

@@ -75,6 +75,7 @@ async def _request(
     clear refusal), then on the very addresses its connection dials (``netguard``).
     """
     url = _check_url(url)
+    hosts.check(url)  # before httpx, which refuses some spellings (0177.0.0.1) less clearly
 
     async def judge(request: httpx.Request) -> None:
         hosts.check(str(request.url))
