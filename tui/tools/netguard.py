@@ -92,10 +92,9 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
     """``httpx.AsyncHTTPTransport`` over a ``GuardedBackend`` (no proxy, no Unix socket)."""
 
     def __init__(self, hosts: HostPolicy, context: ssl.SSLContext) -> None:
-        super().__init__(verify=context, trust_env=False)
-        # httpx takes no network backend, so the pool it sends through is replaced by one with
-        # httpx's default limits plus ours. The tests through the real tools fail if this
-        # ever stops taking effect.
+        # httpx takes no network backend, so the one attribute its __init__ sets (the pool it
+        # sends through) is set here instead, with httpx's default limits plus our backend. The
+        # tests through the real tools fail if this ever stops taking effect.
         limits = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=5)
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=context,
