@@ -11,7 +11,6 @@ an IPv4 one (mapped, compatible, NAT64, 6to4) also means that IPv4 address.
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote
 from ipaddress import (
     IPv4Address,
     IPv4Network,
@@ -19,6 +18,7 @@ from ipaddress import (
     IPv6Network,
     ip_network,
 )
+from urllib.parse import unquote
 
 import idna
 
