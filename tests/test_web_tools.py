@@ -62,6 +62,11 @@ class Handler(BaseHTTPRequestHandler):
             # To the same server under another host name: localhost instead of 127.0.0.1.
             port = self.server.server_address[1]
             self._send(302, b"", "text/plain", Location=f"http://localhost:{port}/text")
+        elif path.startswith("/to/"):
+            # To another address of this machine, spelled as the path says.
+            port = self.server.server_address[1]
+            host = path.removeprefix("/to/")
+            self._send(302, b"", "text/plain", Location=f"http://{host}:{port}/text")
         elif path == "/loop":
             self._send(302, b"", "text/plain", Location="/loop")
         elif path == "/missing":
@@ -364,16 +369,23 @@ async def test_allowed_host_passes_and_covers_nothing_else(workspace: Path, serv
     harness = host_harness(workspace, allowed_hosts=["127.0.0.1"])
     result = await harness.call("fetch_url", {"url": f"{server}/text"})
     assert not result.is_error, result.text
-    # A redirect to another host name is judged again, and refused.
-    result = await harness.call("fetch_url", {"url": f"{server}/away/1"})
-    assert result.is_error and "localhost" in result.text and "allowed_hosts" in result.text
+    # Rules compare addresses: localhost is 127.0.0.1, so a redirect there stays allowed...
+    assert not (await harness.call("fetch_url", {"url": f"{server}/away/1"})).is_error
+    # ...while a redirect to another address is judged again, and refused.
+    result = await harness.call("fetch_url", {"url": f"{server}/to/127.0.0.2"})
+    assert result.is_error and "127.0.0.2" in result.text and "allowed_hosts" in result.text
 
 
 async def test_blocked_host_wins_over_allowed(workspace: Path, server: str) -> None:
-    harness = host_harness(workspace, allowed_hosts=["*"], blocked_hosts=["LOCALHOST."])
+    harness = host_harness(workspace, allowed_hosts=["*"], blocked_hosts=["127.0.0.2"])
     assert not (await harness.call("fetch_url", {"url": f"{server}/text"})).is_error
-    result = await harness.call("fetch_url", {"url": f"{server}/away/1"})
+    result = await harness.call("fetch_url", {"url": f"{server}/to/127.0.0.2"})
     assert result.is_error and "blocked_hosts" in result.text
+    # A blocked name blocks the addresses it means: localhost is 127.0.0.1 in any spelling.
+    harness = host_harness(workspace, allowed_hosts=["*"], blocked_hosts=["LOCALHOST."])
+    for url in (f"{server}/text", f"{server}/away/1"):
+        result = await harness.call("fetch_url", {"url": url})
+        assert result.is_error and "blocked_hosts" in result.text and "127.0.0.1" in result.text
 
 
 def test_host_patterns_cover_subdomains_only_on_label_boundaries() -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from tui.security.hosts import HostEntry
 from tui.security.permissions import PermissionMode
 
 DEFAULT_FORBIDDEN_PATHS = [
@@ -96,7 +97,19 @@ class SecuritySettings(BaseModel):
     env_passthrough: list[str] = Field(default_factory=list)
     """Extra variable names a command may see (an explicit opt-in for secrets)."""
     allowed_hosts: list[str] | None = None
-    """When set, ``http_request``, ``fetch_url`` and API adapters may reach only these hosts
-    (``example.com`` also covers its subdomains; ``*`` means any)."""
+    """When set, ``http_request``, ``fetch_url``, ``web_search`` and API adapters may reach only
+    these: names (``example.com`` also covers its subdomains; ``*`` means any), addresses in any
+    spelling, or networks (``10.0.0.0/8``). Compared on the addresses actually dialled.
+    Link-local and cloud metadata addresses need their own entry (``169.254.169.254``)."""
     blocked_hosts: list[str] = Field(default_factory=list)
-    """Hosts web calls may never reach, checked before ``allowed_hosts`` (subdomains too)."""
+    """Names, addresses or networks web calls may never reach, checked before
+    ``allowed_hosts``; a name also blocks every address it resolves to."""
+
+    @field_validator("allowed_hosts", "blocked_hosts")
+    @classmethod
+    def _understood_hosts(cls, entries: list[str] | None) -> list[str] | None:
+        """An entry that cannot be understood must not be silently ignored."""
+        for entry in entries or []:
+            if entry.strip():
+                HostEntry.parse(entry)
+        return entries

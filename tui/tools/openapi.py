@@ -28,6 +28,7 @@ import httpx
 from tui.security.permissions import PermissionMode
 from tui.tools.base import ToolAccess
 from tui.tools.errors import Cancelled, ExecutionFailed, InvalidArguments
+from tui.tools.netguard import guarded_client
 from tui.tools.openapi_spec import (
     OpenApiSpecError,
     RefError,
@@ -38,12 +39,12 @@ from tui.tools.openapi_spec import (
 )
 from tui.tools.result import ToolResult
 from tui.tools.schema_tool import RawParams, SchemaTool
-from tui.tools.tls import tls_context
 from tui.tools.truncation import TruncationRule, save_full_output
 from tui.tools.web import USER_AGENT, html_to_text
 
 if TYPE_CHECKING:
     from tui.config import OpenApiSpecSettings
+    from tui.security.hosts import HostPolicy
     from tui.tools.base import Tool
     from tui.tools.context import ToolContext
 
@@ -542,7 +543,7 @@ class OpenApiOperationTool(SchemaTool[RawParams]):
         # Redirects are not followed, so this one check covers every host the call reaches.
         ctx.policy.check_url(request.url)
         secrets = self._authorize(request)
-        task = asyncio.ensure_future(self._send(request, secrets))
+        task = asyncio.ensure_future(self._send(request, secrets, ctx.policy.hosts))
         waiter = asyncio.ensure_future(ctx.cancel.wait())
         try:
             await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
@@ -637,7 +638,7 @@ class OpenApiOperationTool(SchemaTool[RawParams]):
             request.headers[self.settings.api_key_header] = token
         return [token]
 
-    async def _send(self, request: _Request, secrets: list[str]) -> ToolResult:
+    async def _send(self, request: _Request, secrets: list[str], hosts: HostPolicy) -> ToolResult:
         timeout = self.settings.timeout
         limits = httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT))
         cap = min(MAX_BODY_BYTES, max(MIN_BODY_BYTES, 8 * self.settings.max_response_chars))
@@ -645,12 +646,8 @@ class OpenApiOperationTool(SchemaTool[RawParams]):
         try:
             async with (
                 asyncio.timeout(timeout),
-                httpx.AsyncClient(
-                    follow_redirects=False,
-                    timeout=limits,
-                    trust_env=False,
-                    verify=await tls_context(),
-                ) as client,
+                # The connection is judged again on the addresses it dials (DNS included).
+                await guarded_client(hosts, follow_redirects=False, timeout=limits) as client,
                 client.stream(
                     request.method, request.url, headers=request.headers, content=request.content
                 ) as response,

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import urllib.parse
-from collections.abc import Callable
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any, Literal
@@ -19,12 +18,13 @@ from typing import Any, Literal
 import httpx
 from pydantic import Field
 
+from tui.security.hosts import HostPolicy
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.context import ToolContext
 from tui.tools.errors import ExecutionFailed, InvalidArguments
+from tui.tools.netguard import guarded_client
 from tui.tools.result import ToolResult
-from tui.tools.tls import tls_context
 
 MAX_BODY_BYTES = 5 * 1024 * 1024
 MAX_REDIRECTS = 5
@@ -67,28 +67,28 @@ async def _request(
     headers: dict[str, str] | None = None,
     content: bytes | None = None,
     data: dict[str, str] | None = None,
-    check_host: Callable[[str], None] | None = None,
+    hosts: HostPolicy,
 ) -> Fetched:
     """Send one request, following redirects, reading at most ``MAX_BODY_BYTES``.
 
-    ``check_host`` judges every request sent, redirects included (it raises to refuse one).
+    ``hosts`` judges every request sent, redirects included: first on its URL (an early,
+    clear refusal), then on the very addresses its connection dials (``netguard``).
     """
     url = _check_url(url)
+    hosts.check(url)  # before httpx, which refuses some spellings (0177.0.0.1) less clearly
 
     async def judge(request: httpx.Request) -> None:
-        if check_host is not None:
-            check_host(str(request.url))
+        hosts.check(str(request.url))
 
     limits = httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT))
     all_headers = {"User-Agent": USER_AGENT, **(headers or {})}
     try:
         async with (
-            httpx.AsyncClient(
+            await guarded_client(
+                hosts,
                 follow_redirects=True,
                 max_redirects=MAX_REDIRECTS,
                 timeout=limits,
-                trust_env=False,
-                verify=await tls_context(),
                 event_hooks={"request": [judge]},
             ) as client,
             client.stream(method, url, headers=all_headers, content=content, data=data) as response,
@@ -336,9 +336,7 @@ Examples: {"url": "https://docs.python.org/3/library/json.html"};
         return ToolAccess(permission=PermissionMode.READ_ONLY, subject=params.url)
 
     async def execute(self, params: FetchUrlParams, ctx: ToolContext) -> ToolResult:
-        fetched = await _request(
-            "GET", params.url, timeout=params.timeout, check_host=ctx.policy.check_url
-        )
+        fetched = await _request("GET", params.url, timeout=params.timeout, hosts=ctx.policy.hosts)
         if not 200 <= fetched.status < 300:
             raise _status_error(fetched)
         text = decode_body(fetched)
@@ -400,7 +398,7 @@ Examples: {"method": "GET", "url": "http://localhost:8000/health"};
             timeout=params.timeout,
             headers=params.headers,
             content=content,
-            check_host=ctx.policy.check_url,
+            hosts=ctx.policy.hosts,
         )
         lines = [f"HTTP {fetched.status} {fetched.reason}".rstrip(), f"URL: {fetched.url}"]
         lines += [f"{key}: {value}" for key, value in fetched.headers.items()]
@@ -562,7 +560,7 @@ Examples: {"query": "httpx AsyncClient follow_redirects"};
             timeout=20,
             data=form,
             headers={"Accept": "application/json, text/html;q=0.9"},
-            check_host=ctx.policy.check_url,
+            hosts=ctx.policy.hosts,
         )
         html = fetched.body.decode(_charset(fetched.headers), errors="replace")
         if fetched.headers.get("content-type", "").startswith("application/json"):
