@@ -55,6 +55,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"{MARK}-{rel}\n")
+    (root / ".ssh" / "id_rsa.pub").write_text(f"{MARK}-public\n")
     (root / "notes.txt").write_text("plain notes\n")
     monkeypatch.setenv("HOME", str(root))
     return root
@@ -80,7 +81,7 @@ def harness(
     """The real registry and policy; built after HOME is set, so ``~`` means the fake home."""
     policy = SecurityPolicy(workspace, settings, approval_mode=mode, approver=approver)  # type: ignore[arg-type]
     backend = LocalBackend(default_cwd=str(workspace))
-    list_engine = "python" if engine == "python" else "auto"
+    list_engine = "python" if engine == "python" else "shell"
     tools = [
         ReadFileTool(),
         WriteFileTool(),
@@ -195,6 +196,14 @@ async def test_grep_never_returns_a_secret(links: Path, engine: SearchEngine, ro
         assert "withheld as secrets" in result.text
         for name in SECRET_NAMES:
             assert name not in without_notes(result.text), (mode, name)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_grep_does_not_descend_into_secret_places(home: Path, engine: SearchEngine) -> None:
+    """Twelve places are withheld whole: ripgrep is told not to enter them (without the
+    exclusions it would return both files of ~/.ssh, and the count would be thirteen)."""
+    result = await harness(home, engine).call("grep_search", {"pattern": MARK, "path": "~"})
+    assert "note: 12 entries withheld as secrets" in result.text, result.text
 
 
 @pytest.mark.parametrize("engine", ENGINES)
