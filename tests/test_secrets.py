@@ -172,7 +172,10 @@ async def test_a_hard_link_made_after_the_first_check_is_caught(
     home: Path, workspace: Path
 ) -> None:
     h = harness(workspace)
-    assert not (await h.call("read_file", {"path": "~/notes.txt"})).is_error
+    # A multiply-linked ordinary file: the guard walks the secret places and keeps the index.
+    (workspace / "a.txt").write_text("shared\n")
+    os.link(workspace / "a.txt", workspace / "b.txt")
+    assert not (await h.call("read_file", {"path": "b.txt"})).is_error
     fresh = home / ".ssh" / "id_new"
     fresh.write_text(f"{MARK}-new-key\n")
     os.link(fresh, workspace / "later.txt")
@@ -199,10 +202,19 @@ async def test_grep_never_returns_a_secret(links: Path, engine: SearchEngine, ro
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-async def test_grep_does_not_descend_into_secret_places(home: Path, engine: SearchEngine) -> None:
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("grep_search", {"pattern": MARK, "path": "~"}),
+        ("glob_search", {"pattern": "**/*", "path": "~"}),
+    ],
+)
+async def test_search_does_not_descend_into_secret_places(
+    home: Path, engine: SearchEngine, tool: str, args: dict[str, str]
+) -> None:
     """Twelve places are withheld whole: ripgrep is told not to enter them (without the
     exclusions it would return both files of ~/.ssh, and the count would be thirteen)."""
-    result = await harness(home, engine).call("grep_search", {"pattern": MARK, "path": "~"})
+    result = await harness(home, engine).call(tool, args)
     assert "note: 12 entries withheld as secrets" in result.text, result.text
 
 
