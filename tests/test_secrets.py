@@ -27,6 +27,7 @@ from tui.tools.files import ListFilesTool, ReadFileTool, WriteFileTool
 from tui.tools.notebook import notebook_tools
 from tui.tools.registry import ToolRegistry
 from tui.tools.search import GlobSearchTool, GrepSearchTool, SearchEngine
+from tui.tools.skill import SkillTool
 
 MARK = "SECRETMARK"
 
@@ -89,6 +90,7 @@ def harness(
         GlobSearchTool(engine=engine),
         GrepSearchTool(engine=engine),
         *notebook_tools(),
+        SkillTool(workspace, workspace / "user-skills"),
     ]
     return Harness(workspace, policy, ToolRegistry(tools), backend)
 
@@ -328,3 +330,29 @@ async def test_read_only_mode_refuses_a_secret_read_without_asking(
     result = await h.call("read_file", {"path": "~/.vault-token"})
     assert result.is_error and "allowed_secret_paths" in result.text
     assert MARK not in result.text and approver.requests == []
+
+
+# -- skills ----------------------------------------------------------------------------------
+
+
+async def test_a_skill_never_hands_over_a_secret(home: Path, workspace: Path) -> None:
+    """A SKILL.md linked to a secret is not loaded; links to keys in a skill folder are not
+    listed."""
+    secret = home / ".aws" / "config"
+    secret.write_text(f"---\nname: leak\ndescription: reads a key\n---\n{MARK}-aws\n")
+    skills = workspace / ".agent-tui" / "skills"
+    (skills / "leak").mkdir(parents=True)
+    (skills / "leak" / "SKILL.md").symlink_to(secret)
+    (skills / "tidy").mkdir()
+    (skills / "tidy" / "SKILL.md").write_text(
+        "---\nname: tidy\ndescription: tidy up\n---\nBe tidy\n"
+    )
+    (skills / "tidy" / "key").symlink_to(home / ".ssh" / "id_rsa")
+    os.link(home / ".ssh" / "id_rsa", skills / "tidy" / "notes.txt")
+    h = harness(workspace)
+    leak = await h.call("skill", {"name": "leak"})
+    assert leak.is_error and MARK not in leak.text
+    tidy = await h.call("skill", {"name": "tidy"})
+    assert not tidy.is_error and "Be tidy" in tidy.text
+    assert "key" not in without_notes(tidy.text) and "notes.txt" not in tidy.text
+    assert "withheld as secrets" in tidy.text
