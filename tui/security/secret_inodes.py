@@ -6,8 +6,10 @@ forbids, with no symlink to follow. What gives it away is the inode: the same
 can be such a link, so the guard stats the resolved file and consults this index only then.
 
 The index is the inodes of the files inside the secret places that exist on this machine,
-walked once (bounded) and cached. A miss on a multiply-linked file walks again, so a key
-created after the first walk is still recognised.
+walked once (bounded) and cached. A miss on a multiply-linked file walks again when the
+places changed since (a new file changes its folder's mtime; the folders' mtimes are kept),
+so a key created after the first walk is still recognised, while the many hard links of a
+package store cost one ``stat`` per folder, not a walk each.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ _PSEUDO_ROOTS = ("proc", "sys", "dev")
 """Pseudo filesystems: their files cannot be hard-linked, and walking /proc never ends."""
 
 Inode = tuple[int, int]
+Stamp = dict[str, int | None]
+"""The mtime of every folder that, when it changes, may hold a new secret file."""
 
 
 @dataclass
@@ -37,19 +41,21 @@ class SecretInodes:
     patterns: tuple[str, ...]
     home: str | None = None
     _index: dict[Inode, str] | None = field(default=None, init=False, repr=False)
+    _stamp: Stamp = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def lookup(self, inode: Inode, *, refresh: bool = True) -> str | None:
         """The secret file with this inode, walking the places again once on a miss."""
         index = self._index if self._index is not None else self.refresh()
         found = index.get(inode)
-        if found is None and refresh:
+        if found is None and refresh and _stamp(self._stamp) != self._stamp:
             found = self.refresh().get(inode)
         return found
 
     def refresh(self) -> dict[Inode, str]:
         with self._lock:
-            self._index = _walk(_places(self.patterns, self.home))
+            places, watched = _places(self.patterns, self.home)
+            self._index, self._stamp = _walk(places, watched)
             return self._index
 
 
@@ -64,20 +70,43 @@ def linked_secret(path: str, inodes: SecretInodes, *, refresh: bool = True) -> s
     return inodes.lookup((info.st_dev, info.st_ino), refresh=refresh)
 
 
-def _places(patterns: Iterable[str], home: str | None) -> list[str]:
+def _places(patterns: Iterable[str], home: str | None) -> tuple[list[str], list[str]]:
+    """The places that may exist, and the folders whose change may bring a new one."""
     places: list[str] = []
+    watched: list[str] = []
     for parts in expanded_patterns(tuple(patterns), home=home):
         if not parts or parts[0] in _PSEUDO_ROOTS:
             continue
         pattern = "/" + "/".join(parts)
-        places.extend(
-            glob.glob(pattern, include_hidden=True) if glob.has_magic(pattern) else [pattern]
-        )
-    return list(dict.fromkeys(places))
+        if glob.has_magic(pattern):
+            literal = parts[: _first_magic(parts)]
+            watched.append("/" + "/".join(literal))
+            found = glob.glob(pattern, include_hidden=True)
+        else:
+            found = [pattern]
+        places.extend(found)
+        watched.extend(os.path.dirname(place) for place in found)
+    return list(dict.fromkeys(places)), list(dict.fromkeys(watched))
 
 
-def _walk(places: list[str]) -> dict[Inode, str]:
+def _first_magic(parts: tuple[str, ...]) -> int:
+    return next(index for index, part in enumerate(parts) if glob.has_magic(part))
+
+
+def _mtime(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except (OSError, ValueError):
+        return None
+
+
+def _stamp(old: Stamp) -> Stamp:
+    return {path: _mtime(path) for path in old}
+
+
+def _walk(places: list[str], watched: list[str]) -> tuple[dict[Inode, str], Stamp]:
     index: dict[Inode, str] = {}
+    stamp: Stamp = {path: _mtime(path) for path in [*watched, *places]}
     seen = 0
     for place in places:
         stack = [place]
@@ -91,8 +120,9 @@ def _walk(places: list[str]) -> dict[Inode, str]:
             if stat.S_ISREG(info.st_mode):
                 index.setdefault((info.st_dev, info.st_ino), current)
             elif stat.S_ISDIR(info.st_mode) and (current == place or not os.path.islink(current)):
+                stamp[current] = info.st_mtime_ns
                 try:
                     stack.extend(os.path.join(current, name) for name in os.listdir(current))
                 except OSError:
                     continue
-    return index
+    return index, stamp
