@@ -173,12 +173,13 @@ async def test_read_file_refuses_agent_tuis_own_config(home: Path, workspace: Pa
 async def test_a_hard_link_made_after_the_first_check_is_caught(
     home: Path, workspace: Path
 ) -> None:
+    (home / ".ssh" / "keys").mkdir()
     h = harness(workspace)
     # A multiply-linked ordinary file: the guard walks the secret places and keeps the index.
     (workspace / "a.txt").write_text("shared\n")
     os.link(workspace / "a.txt", workspace / "b.txt")
     assert not (await h.call("read_file", {"path": "b.txt"})).is_error
-    fresh = home / ".ssh" / "id_new"
+    fresh = home / ".ssh" / "keys" / "id_new"  # changes the mtime of keys/ only
     fresh.write_text(f"{MARK}-new-key\n")
     os.link(fresh, workspace / "later.txt")
     result = await h.call("read_file", {"path": "later.txt"})
@@ -304,11 +305,14 @@ async def test_an_approved_secret_read_works_for_that_call_only(
         reason.startswith("reads a secret: ") and "id_rsa" in r for r in reasons for reason in [r]
     )
     assert request.risk == "high"
+    listing = await h.call("list_files", {"path": "~/.ssh"})
+    assert not listing.is_error and "id_rsa.pub" in listing.text
+    assert len(approver.requests) == 4
     # The next call is asked again, and a "no" refuses it.
     approver.answer = ApprovalAnswer.deny()
     denied = await h.call("read_file", {"path": "~/.ssh/id_rsa"})
     assert denied.is_error and MARK not in denied.text
-    assert len(approver.requests) == 4
+    assert len(approver.requests) == 5
 
 
 async def test_allowed_secret_paths_reads_without_asking(home: Path, workspace: Path) -> None:
