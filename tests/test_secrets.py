@@ -301,9 +301,7 @@ async def test_an_approved_secret_read_works_for_that_call_only(
     assert len(approver.requests) == 3
     request = approver.requests[0]
     reasons = [reason for segment in request.segments for reason in segment.reasons]
-    assert any(
-        reason.startswith("reads a secret: ") and "id_rsa" in r for r in reasons for reason in [r]
-    )
+    assert any(r.startswith("reads a secret: ") and "id_rsa" in r for r in reasons)
     assert request.risk == "high"
     listing = await h.call("list_files", {"path": "~/.ssh"})
     assert not listing.is_error and "id_rsa.pub" in listing.text
@@ -360,3 +358,16 @@ async def test_a_skill_never_hands_over_a_secret(home: Path, workspace: Path) ->
     assert not tidy.is_error and "Be tidy" in tidy.text
     assert "key" not in without_notes(tidy.text) and "notes.txt" not in tidy.text
     assert "withheld as secrets" in tidy.text
+
+
+async def test_a_relative_extra_forbidden_path_names_a_place_in_the_workspace(
+    home: Path, workspace: Path
+) -> None:
+    (workspace / ".env").write_text(f"TOKEN={MARK}-dotenv\n")
+    (workspace / "app.py").write_text("print('hi')\n")
+    settings = SecuritySettings(extra_forbidden_paths=[".env"])
+    h = harness(workspace, settings=settings)
+    assert (await h.call("read_file", {"path": ".env"})).is_error
+    found = await h.call("grep_search", {"pattern": MARK})
+    assert MARK not in found.text.replace(f"`{MARK}`", "") and "withheld" in found.text
+    assert not (await h.call("read_file", {"path": "app.py"})).is_error

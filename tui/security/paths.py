@@ -62,10 +62,11 @@ class PathGuard:
     def __post_init__(self) -> None:
         self.workspace = self._canonical(str(self.workspace))
         home = self.home if self.home is not None else os.path.expanduser("~")
-        patterns = list(self.forbidden)
+        # A relative entry (``.env``, ``secrets/``) names a place in the workspace.
+        patterns = [self._absolute(item) for item in self.forbidden]
         if self.local:
             # A secret place that is itself a symlink: its real spelling is secret too.
-            for item in self.forbidden:
+            for item in list(patterns):
                 if "*" not in item and "?" not in item and "[" not in item:
                     real = str(self._canonical(item))
                     if real != os.path.normpath(_expand_home(item, self.home)):
@@ -75,6 +76,11 @@ class PathGuard:
         self._allowed = secret_regex(tuple(self.allowed_secrets), home)
         self.inodes = SecretInodes(self.patterns, home)
         self._roots = [self.workspace, *(self._canonical(root) for root in self.allowed_roots)]
+
+    def _absolute(self, item: str) -> str:
+        if item.startswith(("/", "~")):
+            return item
+        return str(self.workspace / item)
 
     def _canonical(self, path: str) -> Path:
         if self.local:
