@@ -1,18 +1,26 @@
 """Path checks done the safe way round: canonicalise first, then judge.
 
-A path is refused when it has a NUL byte, or when either its lexical form (``..`` folded) or
-its real form (symlinks followed) lands in a forbidden place, or — in workspace-only mode —
-outside the workspace. Checking both forms catches a symlink inside the workspace that points
-at ``~/.ssh`` as well as a ``..`` walk out of it.
+A path is refused when it has a NUL byte, or — in workspace-only mode — when it lands outside
+the workspace. A path in a secret place (``[security] forbidden_paths``, by default
+``SECRET_PATHS``) is a secret when its lexical form (``..`` folded), its real form (symlinks
+followed) or — on this machine — its inode (a hard link to a key) lands there. Checking all
+three catches a symlink inside the workspace that points at ``~/.ssh``, a ``..`` walk out of
+it, and ``ln ~/.ssh/id_rsa notes.txt``. Secrets are never written; they are read only when
+the user lists them in ``allowed_secret_paths`` or approves that one call.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tui.security.secret_inodes import SecretInodes, linked_secret
+from tui.security.secrets import secret_regex
 from tui.tools.errors import InvalidArguments, PermissionDenied
+
+ALLOW_SETTING = "[security].allowed_secret_paths"
 
 
 def _canonical(path: str) -> Path:
@@ -27,6 +35,16 @@ def _expand_home(path: str, home: str | None) -> str:
     return path
 
 
+@dataclass(frozen=True)
+class Checked:
+    """A path after every check but the secret one, and why it is a secret if it is."""
+
+    path: Path
+    """Canonical (symlinks followed on this machine)."""
+    secret: str | None = None
+    """``"<path> is inside <place>"``, or None when it is no secret (or an allowed one)."""
+
+
 @dataclass
 class PathGuard:
     workspace: Path
@@ -38,17 +56,31 @@ class PathGuard:
     lexically (``..`` folded, ``~`` as ``home``) — this machine's symlinks mean nothing."""
     home: str | None = None
     """The target's home folder, for ``~`` when the target is not this machine."""
+    allowed_secrets: list[str] = field(default_factory=list)
+    """Secret places the user lets the agent read (``allowed_secret_paths``)."""
 
     def __post_init__(self) -> None:
         self.workspace = self._canonical(str(self.workspace))
-        # Both spellings of each forbidden place: as written and with symlinks followed.
-        self._forbidden: list[Path] = []
-        for item in self.forbidden:
-            lexical = Path(os.path.normpath(_expand_home(item, self.home)))
-            for candidate in (lexical, self._canonical(item)):
-                if candidate not in self._forbidden:
-                    self._forbidden.append(candidate)
+        home = self.home if self.home is not None else os.path.expanduser("~")
+        # A relative entry (``.env``, ``secrets/``) names a place in the workspace.
+        patterns = [self._absolute(item) for item in self.forbidden]
+        if self.local:
+            # A secret place that is itself a symlink: its real spelling is secret too.
+            for item in list(patterns):
+                if "*" not in item and "?" not in item and "[" not in item:
+                    real = str(self._canonical(item))
+                    if real != os.path.normpath(_expand_home(item, self.home)):
+                        patterns.append(real)
+        self.patterns = tuple(dict.fromkeys(patterns))
+        self._secret = secret_regex(self.patterns, home)
+        self._allowed = secret_regex(tuple(self.allowed_secrets), home)
+        self.inodes = SecretInodes(self.patterns, home)
         self._roots = [self.workspace, *(self._canonical(root) for root in self.allowed_roots)]
+
+    def _absolute(self, item: str) -> str:
+        if item.startswith(("/", "~")):
+            return item
+        return str(self.workspace / item)
 
     def _canonical(self, path: str) -> Path:
         if self.local:
@@ -58,19 +90,59 @@ class PathGuard:
     def inside_workspace(self, path: Path) -> bool:
         return any(path.is_relative_to(root) for root in self._roots)
 
-    def forbidden_match(self, path: Path) -> Path | None:
-        for place in self._forbidden:
-            if path.is_relative_to(place):
-                return place
+    def forbidden_match(self, path: Path) -> str | None:
+        """The secret place holding ``path`` (lexically), or None."""
+        match = self._secret.match(os.path.normpath(str(path)))
+        return match.group(0).rstrip("/") if match else None
+
+    def _hit(self, path: str, allowance: Collection[Path]) -> str | None:
+        place = self.forbidden_match(Path(path))
+        if place is None or self._allowed.match(path) or _granted(path, allowance):
+            return None
+        return place
+
+    def secret_reason(
+        self, lexical: str, real: str | None = None, allowance: Collection[Path] = ()
+    ) -> str | None:
+        """Why ``lexical`` (absolute, ``..`` folded) is a secret, or None.
+
+        Args:
+            lexical: the path as named.
+            real: its canonical form when known (None: computed here on a local target).
+            allowance: paths approved for this one call; they and what they hold pass.
+        """
+        place = self._hit(lexical, allowance)
+        if place is not None:
+            return f"{lexical} is inside the protected path {place}"
+        if not self.local:
+            return None
+        real = real if real is not None else os.path.realpath(lexical)
+        if real != lexical and (place := self._hit(real, allowance)) is not None:
+            return f"{lexical} resolves to {real}, inside the protected path {place}"
+        linked = linked_secret(real, self.inodes)
+        if (
+            linked is not None
+            and self._hit(linked, allowance) is not None
+            and not _granted(real, allowance)
+        ):
+            return f"{lexical} is a hard link to the secret file {linked}"
         return None
 
-    def resolve(self, raw: str) -> Path:
-        """A checked, canonical absolute path.
+    def withheld(self, path: str, *, follow: bool = True, allowance: Collection[Path] = ()) -> bool:
+        """Whether a listing or search must leave this (absolute) path out.
+
+        ``follow=False`` when the caller knows the entry is no symlink (a walk that does not
+        follow links): the real path is then the lexical one, and one ``realpath`` is saved.
+        """
+        lexical = os.path.normpath(path)
+        return self.secret_reason(lexical, None if follow else lexical, allowance) is not None
+
+    def check(self, raw: str, allowance: Collection[Path] = ()) -> Checked:
+        """Every refusal but the secret one, which is reported for the caller to decide.
 
         Raises:
             InvalidArguments: empty path.
-            PermissionDenied: NUL byte, forbidden place, or outside the workspace when
-                workspace-only is on.
+            PermissionDenied: NUL byte, or outside the workspace when workspace-only is on.
         """
         if "\x00" in raw:
             raise PermissionDenied("path contains a NUL byte; pass a plain path")
@@ -81,14 +153,6 @@ class PathGuard:
             expanded = self.workspace / expanded
         lexical = Path(os.path.normpath(expanded))
         real = Path(os.path.realpath(expanded)) if self.local else lexical
-        for candidate in (lexical, real):
-            place = self.forbidden_match(candidate)
-            if place is not None:
-                via = "" if candidate == lexical else f" (it resolves to {real})"
-                raise PermissionDenied(
-                    f"{raw} is inside the protected path {place}{via}; agent tools may not "
-                    "touch credentials or system secrets"
-                )
         if self.workspace_only and not (
             self.inside_workspace(lexical) and self.inside_workspace(real)
         ):
@@ -97,4 +161,35 @@ class PathGuard:
                 f"{raw} resolves to {real}, outside the workspace {self.workspace}{escape}; "
                 "workspace-only mode is on, so use a path inside the workspace"
             )
-        return real
+        return Checked(real, self.secret_reason(str(lexical), str(real), allowance))
+
+    def resolve(self, raw: str, *, write: bool = False, allowance: Collection[Path] = ()) -> Path:
+        """A checked, canonical absolute path.
+
+        Args:
+            raw: the path as the model gave it.
+            write: the call writes there; a secret place is never written.
+            allowance: secret paths the user approved for this one call (reads only).
+
+        Raises:
+            InvalidArguments: empty path.
+            PermissionDenied: NUL byte, a secret, or outside the workspace when
+                workspace-only is on.
+        """
+        checked = self.check(raw, () if write else allowance)
+        if checked.secret is not None:
+            raise PermissionDenied(secret_refusal(raw, checked.secret, write=write))
+        return checked.path
+
+
+def secret_refusal(raw: str, reason: str, *, write: bool) -> str:
+    if write:
+        return f"{raw}: {reason}; agent tools never write credentials, keys or histories"
+    return (
+        f"{raw}: {reason}; agent tools do not read credentials, keys or histories unless the "
+        f"user approves that read or lists the path in {ALLOW_SETTING}"
+    )
+
+
+def _granted(path: str, allowance: Collection[Path]) -> bool:
+    return any(Path(path).is_relative_to(root) for root in allowance)

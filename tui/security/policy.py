@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui.events import ApprovalRequested, ApprovalResolved, Event, RiskSegmentView
-from tui.locations import tool_output_dir
+from tui.locations import config_dir, tool_output_dir
 from tui.security.approval import (
     ApprovalAnswer,
     ApprovalBroker,
@@ -27,7 +27,7 @@ from tui.security.approval import (
 from tui.security.environment import reduced_environment
 from tui.security.grants import GrantStore
 from tui.security.hosts import HostPolicy
-from tui.security.paths import PathGuard
+from tui.security.paths import ALLOW_SETTING, Checked, PathGuard
 from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.ratelimit import RateLimiter
 from tui.security.risk import RISK_ORDER, CommandRisk, Risk, assess_command, max_risk
@@ -57,6 +57,9 @@ class Authorization:
     permission: PermissionMode
     risk: CommandRisk | None = None
     paths: dict[str, Path] = field(default_factory=dict)
+    secrets: tuple[Path, ...] = ()
+    """Secret paths the person approved reading in this one call (the tool's own
+    ``resolve_path`` lets exactly these through, for this call only)."""
 
     @property
     def risk_level(self) -> Risk | None:
@@ -96,7 +99,12 @@ class SecurityPolicy:
         self.approver: Approver = approver or NoApprover()
         self.paths = PathGuard(
             workspace=workspace,
-            forbidden=[*self.settings.forbidden_paths, *self.settings.extra_forbidden_paths],
+            forbidden=[
+                *self.settings.forbidden_paths,
+                *self.settings.extra_forbidden_paths,
+                # agent-tui's own user config: it can hold the provider API key.
+                str(config_dir() / "config.toml"),
+            ],
             workspace_only=self.settings.workspace_only,
             # The saved full output of truncated results must stay readable: the truncation
             # marker tells the model to page through it with read_file.
@@ -107,6 +115,7 @@ class SecurityPolicy:
             ],
             local=local_paths,
             home=target_home,
+            allowed_secrets=list(self.settings.allowed_secret_paths),
         )
         self.grants = grants or GrantStore(self.paths.workspace)
         self.allow_rules = parse_rules(self.settings.allow)
@@ -131,8 +140,16 @@ class SecurityPolicy:
             return PermissionMode.READ_ONLY
         return self.settings.permission_ceiling
 
-    def resolve_path(self, raw: str, *, write: bool = False) -> Path:
-        return self.paths.resolve(raw)
+    def resolve_path(
+        self, raw: str, *, write: bool = False, allowance: tuple[Path, ...] = ()
+    ) -> Path:
+        """A checked path; ``allowance`` is the secrets approved for the calling tool call."""
+        return self.paths.resolve(raw, write=write, allowance=allowance)
+
+    def secret_reads(self, access: ToolAccess) -> dict[str, Checked]:
+        """The call's read paths that are secrets (neither allowed nor approved yet)."""
+        checked = {raw: self.paths.check(raw) for raw in access.read_paths}
+        return {raw: item for raw, item in checked.items() if item.secret is not None}
 
     def check_url(self, url: str) -> None:
         """Refuse a web request whose host ``[security]`` forbids (raises PermissionDenied)."""
@@ -168,7 +185,19 @@ class SecurityPolicy:
         self, tool: str, access: ToolAccess
     ) -> tuple[PermissionMode, CommandRisk | None, dict[str, Path]]:
         """Every hard refusal, with nobody asked. Raises PermissionDenied."""
-        paths = {raw: self.paths.resolve(raw) for raw in [*access.read_paths, *access.write_paths]}
+        paths = {raw: self.paths.resolve(raw, write=True) for raw in access.write_paths}
+        secrets = self.secret_reads(access)
+        if secrets and (
+            self.approval_mode is ApprovalMode.READ_ONLY or isinstance(self.approver, NoApprover)
+        ):
+            who = "read-only mode" if self.approval_mode is ApprovalMode.READ_ONLY else "no one"
+            raise PermissionDenied(
+                "; ".join(item.secret or raw for raw, item in secrets.items())
+                + f". Reading a secret needs the user's approval, and {who} can give it "
+                f"here; the user can list the path in {ALLOW_SETTING} to allow it"
+            )
+        for raw in access.read_paths:
+            paths.setdefault(raw, self.paths.check(raw).path)
         risk: CommandRisk | None = None
         if access.command is not None:
             if "\x00" in access.command:
@@ -221,6 +250,10 @@ class SecurityPolicy:
     def verdict(
         self, tool: str, access: ToolAccess, needed: PermissionMode, risk: CommandRisk | None
     ) -> tuple[Verdict, str]:
+        if self.secret_reads(access):
+            # Asked in every mode, before any allow rule or grant: a key is read only when
+            # the person says so for this call (or lists it in allowed_secret_paths).
+            return Verdict.ASK, "secret"
         subjects = _subjects(access, risk)
         segments = [s.text.strip() for s in risk.segments] if risk else []
         whole = access.command if access.command is not None else access.subject
@@ -255,28 +288,44 @@ class SecurityPolicy:
         """Let the call through or raise PermissionDenied with what the model should read."""
         tool = call.tool_name
         needed, risk, paths = self.precheck(tool, access)
+        secrets = tuple(item.path for item in self.secret_reads(access).values())
         verdict, how = self.verdict(tool, access, needed, risk)
         if verdict is Verdict.ASK:
             how = await self._ask(access, call, risk)
         if access.is_acting:
             self.rate_limiter.record()
-        return Authorization(how=how, permission=needed, risk=risk, paths=paths)
+        return Authorization(how=how, permission=needed, risk=risk, paths=paths, secrets=secrets)
 
     # -- asking ------------------------------------------------------------------------------
 
     def approval_request(
         self, access: ToolAccess, call: CallInfo, risk: CommandRisk | None
     ) -> ApprovalRequested:
+        secret_views = [
+            RiskSegmentView(
+                text=raw, risk="high", reasons=[f"reads a secret: {item.path}", item.secret or ""]
+            )
+            for raw, item in self.secret_reads(access).items()
+        ]
         return ApprovalRequested(
             request_id=ApprovalBroker.next_id(),
             tool_call_id=call.tool_call_id,
             tool_name=call.tool_name,
             arguments=dict(call.arguments),
             command=access.command,
-            risk=max_risk(risk.risk, _claimed(access.claimed_risk)) if risk else None,
+            risk=(
+                "high"
+                if secret_views
+                else max_risk(risk.risk, _claimed(access.claimed_risk))
+                if risk
+                else None
+            ),
             segments=[
-                RiskSegmentView(text=s.text, risk=s.risk, reasons=list(s.reasons))
-                for s in (risk.segments if risk else ())
+                *(
+                    RiskSegmentView(text=s.text, risk=s.risk, reasons=list(s.reasons))
+                    for s in (risk.segments if risk else ())
+                ),
+                *secret_views,
             ],
             claimed_risk=access.claimed_risk,
             why=access.why,

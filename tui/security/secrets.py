@@ -16,6 +16,7 @@ import fnmatch
 import functools
 import os
 import posixpath
+import re
 from collections.abc import Iterable
 
 SECRET_PATHS: tuple[str, ...] = (
@@ -137,3 +138,50 @@ def _pairs(patterns: tuple[str, ...], home: str | None) -> tuple[tuple[str, tupl
     return tuple(
         (pattern, expanded) for pattern in patterns for expanded in _expanded((pattern,), home)
     )
+
+
+def expanded_patterns(
+    patterns: Iterable[str] = SECRET_PATHS, *, home: str | None = None
+) -> tuple[tuple[str, ...], ...]:
+    """Each pattern as absolute path components, ``~`` spelled out for every home.
+
+    For callers that prune a walk or build exclusions relative to a search root.
+    """
+    home = home if home is not None else os.path.expanduser("~")
+    return _expanded(tuple(patterns), home)
+
+
+def _component_regex(component: str) -> str:
+    out: list[str] = []
+    index = 0
+    while index < len(component):
+        char = component[index]
+        index += 1
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[" and (end := component.find("]", index + 1)) != -1:
+            body = component[index:end].replace("\\", "\\\\")
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+            index = end + 1
+        else:
+            out.append(re.escape(char))
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=64)
+def secret_regex(patterns: tuple[str, ...], home: str | None) -> re.Pattern[str]:
+    """One regex equivalent to ``secret_match`` for normalised absolute paths.
+
+    A listing or a search checks every path it returns; ``secret_match`` tries each expanded
+    pattern in turn (hundreds of wildcard matches a path), one alternation is a single scan.
+    """
+    alternatives = [
+        "/" + "/".join(_component_regex(part) for part in parts)
+        for parts in _expanded(patterns, home)
+        if parts
+    ]
+    if not alternatives:
+        return re.compile(r"(?!x)x")
+    return re.compile("(?:" + "|".join(alternatives) + ")(?:/|$)")

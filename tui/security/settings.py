@@ -6,29 +6,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tui.security.hosts import HostEntry
 from tui.security.permissions import PermissionMode
+from tui.security.secrets import SECRET_PATHS
 
-DEFAULT_FORBIDDEN_PATHS = [
-    "~/.ssh",
-    "~/.gnupg",
-    "~/.aws",
-    "~/.azure",
-    "~/.config/gcloud",
-    "~/.kube",
-    "~/.docker/config.json",
-    "~/.netrc",
-    "~/.pgpass",
-    "~/.git-credentials",
-    "~/.password-store",
-    "/etc/shadow",
-    "/etc/gshadow",
-    "/etc/sudoers",
-    "/etc/sudoers.d",
-    "/etc/ssh/ssh_host_rsa_key",
-    "/etc/ssh/ssh_host_ecdsa_key",
-    "/etc/ssh/ssh_host_ed25519_key",
-    "/root/.ssh",
-    "/proc/kcore",
-]
+DEFAULT_FORBIDDEN_PATHS = list(SECRET_PATHS)
+"""Secret places: never written, read only when allowed or approved for the call."""
 
 DEFAULT_ENV_ALLOWLIST = [
     "PATH",
@@ -81,6 +62,9 @@ class SecuritySettings(BaseModel):
     danger-full-access, so they are asked about in the ask and auto-edit modes."""
     forbidden_paths: list[str] = Field(default_factory=lambda: list(DEFAULT_FORBIDDEN_PATHS))
     extra_forbidden_paths: list[str] = Field(default_factory=list)
+    allowed_secret_paths: list[str] = Field(default_factory=list)
+    """Secret places (paths or patterns) the file tools may read without asking; never
+    writable. User config only: a workspace must not hand itself the user's keys."""
     allowed_roots: list[str] = Field(default_factory=list)
     """Folders outside the workspace that still count as inside it (say a shared scratch dir)."""
     allow: list[str] = Field(default_factory=list)

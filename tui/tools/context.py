@@ -42,6 +42,9 @@ class ToolContext:
     on_update: EventSink = _ignore_event
     on_progress: ProgressSink = _ignore_progress
     loop_id: str = "main"
+    secret_allowance: tuple[Path, ...] = ()
+    """Secret paths the person approved for this one call; set by the registry on a copy
+    of the context, so no other call ever sees it."""
 
     @property
     def workspace(self) -> Path:
@@ -71,7 +74,7 @@ class ToolContext:
 
     def resolve_path(self, raw: str, *, write: bool = False) -> Path:
         """A checked absolute path (raises PermissionDenied when the policy forbids it)."""
-        return self.policy.resolve_path(raw, write=write)
+        return self.policy.resolve_path(raw, write=write, allowance=self.secret_allowance)
 
     def for_call(self, tool_call_id: str, tool_name: str) -> ToolContext:
         """A sibling context for another call sharing backend, policy and sinks."""

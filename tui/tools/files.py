@@ -24,6 +24,7 @@ import os
 import re
 import shlex
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -37,6 +38,7 @@ from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.context import ToolContext
 from tui.tools.errors import ExecutionFailed, InvalidArguments, NotFound
 from tui.tools.result import ContentPart, ImageContent, ToolResult
+from tui.tools.secret_screen import SecretScreen
 from tui.tools.truncation import TruncationRule
 
 SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", ".hg", ".svn"})
@@ -779,8 +781,11 @@ class Scan:
     """False when the scan stopped at ``MAX_LIST_SCAN`` entries."""
 
 
-def scan_local(root: Path, depth: int) -> Scan:
-    """Breadth-first, so a capped listing shows the shallow levels whole."""
+def scan_local(root: Path, depth: int, hides: Callable[[str, bool], bool] | None = None) -> Scan:
+    """Breadth-first, so a capped listing shows the shallow levels whole.
+
+    ``hides(path, is_link)`` leaves an entry out and keeps the walk out of it (a secret).
+    """
     entries: list[Entry] = []
     queue: list[tuple[Path, str, int]] = [(root, "", 1)]
     while queue:
@@ -794,6 +799,8 @@ def scan_local(root: Path, depth: int) -> Scan:
             if len(entries) >= MAX_LIST_SCAN:
                 return Scan(entries, False)
             entry = _local_entry(item, prefix + item.name)
+            if hides is not None and hides(item.path, entry.kind == "link"):
+                continue
             entries.append(entry)
             if entry.kind == "dir" and level < depth:
                 queue.append((Path(item.path), entry.rel + "/", level + 1))
@@ -938,10 +945,14 @@ Examples: {}; {"path": "src", "depth": 3}; {"path": "/var/log", "depth": 1}"""
         if kind == "file":
             raise InvalidArguments(f"{params.path} is a file, not a folder; use read_file")
         use_python = self.engine == "python" or (self.engine == "auto" and is_local(ctx.backend))
+        screen = SecretScreen.of(ctx)
         if use_python:
-            scan = await asyncio.to_thread(scan_local, root, params.depth)
+            scan = await asyncio.to_thread(
+                scan_local, root, params.depth, lambda path, link: screen.hides(path, follow=link)
+            )
         else:
             scan = parse_find(await self._find(ctx, root, params.depth))
+            scan.entries = [e for e in scan.entries if not screen.hides(str(root / e.rel))]
         text, details = await asyncio.to_thread(
             render_listing,
             scan,
@@ -950,7 +961,9 @@ Examples: {}; {"path": "src", "depth": 3}; {"path": "/var/log", "depth": 1}"""
             MAX_LIST_ENTRIES,
             self.truncation.limit - 500,
         )
-        return ToolResult(text, dict(details, path=str(root)))
+        if screen.withheld:
+            text = screen.note() + text
+        return ToolResult(text, dict(details, path=str(root), withheld=screen.withheld))
 
     async def _find(self, ctx: ToolContext, root: Path, depth: int) -> str:
         try:

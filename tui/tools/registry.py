@@ -8,6 +8,7 @@ act on. Validators live here, on the real path, so no check can exist and go unc
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import difflib
 import json
 import time
@@ -245,6 +246,8 @@ class ToolRegistry:
         )
         if ctx.cancel.is_set():
             raise Cancelled(f"{tool.name} was cancelled before it started")
+        if authorization.secrets:
+            ctx = dataclasses.replace(ctx, secret_allowance=authorization.secrets)
         result = await self._run_cancellable(tool, params, ctx)
         if not tool.streams_output and result.text and not result.is_error:
             ctx.emit("stdout", result.text)

@@ -30,8 +30,9 @@ from pydantic import Field
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.context import ToolContext
-from tui.tools.errors import NotFound
+from tui.tools.errors import NotFound, PermissionDenied
 from tui.tools.result import ToolResult
+from tui.tools.secret_screen import SecretScreen
 from tui.tools.truncation import TruncationRule
 
 SKILL_FILE = "SKILL.md"
@@ -269,11 +270,21 @@ Examples: {{"name": "{example}"}}"""
         skill = scan.get(params.name)
         if skill is None:
             raise NotFound(self._unknown(params.name, scan))
+        screen = SecretScreen.of(ctx)
+        if await asyncio.to_thread(screen.hides, str(skill.skill_file)):
+            # A SKILL.md that is a link to a key would hand the key over as instructions.
+            raise PermissionDenied(
+                f"skill {skill.name!r}: {skill.skill_file} is (or links to) a secret; "
+                "it is not loaded"
+            )
         try:
             body = await asyncio.to_thread(skill_body, skill)
         except SkillFileError as error:
             raise NotFound(f"skill {skill.name!r} could not be read: {error}") from None
         files, cut = await asyncio.to_thread(skill_files, skill.folder)
+        files = await asyncio.to_thread(
+            lambda: [name for name in files if not screen.hides(str(skill.folder / name))]
+        )
         lines = [
             f"# Skill: {skill.name}",
             f"Description: {skill.description}",
@@ -286,6 +297,8 @@ Examples: {{"name": "{example}"}}"""
                 lines.append(f"- … more files not listed (first {MAX_LISTED_FILES} shown)")
         else:
             lines.append("Other files in the folder: none")
+        if screen.withheld:
+            lines.append(screen.note().rstrip("\n"))
         lines += ["", "## Instructions", body or "(the SKILL.md has no instructions after it)"]
         details: dict[str, Any] = {
             "name": skill.name,
