@@ -94,3 +94,14 @@ async def test_slash_trust_asks_again_and_restarts_the_session_trusted(
         assert app.session.session_id == first.session_id  # the same conversation goes on
         await send(pilot, app, "/trust")
         await until(pilot, lambda: "is trusted" in notices(app), "the trusted answer")
+
+
+async def test_what_a_workspace_file_may_never_set_is_said_in_the_chat(
+    workspace: Path, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = app_in(workspace, server, monkeypatch)
+    (workspace / ".agent-tui.toml").write_text('[approval]\ngrants = [{rule = "run_shell"}]\n')
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.session_ready.wait()  # nothing waits for trust: no screen
+        assert app.session.loaded.settings.approval.grants == []
+        await until(pilot, lambda: "ignored approval.grants" in notices(app), "the warning")

@@ -270,6 +270,9 @@ class AgentApp(App[int]):
             self.mirror.set_unavailable(None)
             self._start_pane_pump(session)
         self._banner()
+        for warning in session.warnings:
+            # Said while the session was built, before this app listened to its bus.
+            self.chat.add_notice(warning, level="warning")
         self._start_extensions(session)
 
     @work(group="extensions", exit_on_error=False, description="MCP servers, OpenAPI, cron")
@@ -1064,6 +1067,8 @@ def make_app(workspace: Path, args: argparse.Namespace, **options: Any) -> Agent
         except (SessionNotFound, JsonSchemaError) as error:
             await target.backend.close()
             raise StartupError(error.msg) from None
+        # Published before the app listened: shown when the session is attached.
+        session.warnings.extend(target.notices)
         return session, factory
 
     options.setdefault("history_path", data_dir() / "prompt-history.jsonl")
