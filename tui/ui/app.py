@@ -88,6 +88,13 @@ _PANE_IN_ACTOR = re.compile(r"tmux:(%\d+)")
 _user_call_ids = itertools.count(1)
 
 
+def untrusted_notice(trust: WorkspaceTrust) -> str:
+    return (
+        f"{len(trust.held)} setting(s) from this workspace's files are not applied "
+        "(untrusted); /trust reviews them again"
+    )
+
+
 def no_provider_text(reason: str) -> Text:
     """What the no-provider banner says: the exact reason, then the ways out."""
     text = Text()
@@ -601,14 +608,7 @@ class AgentApp(App[int]):
 
         answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self.push_screen(TrustScreen(trust), lambda ok: answer.set_result(bool(ok)))
-        trusted = await answer
-        if not trusted:
-            self.chat.add_notice(
-                f"{len(trust.held)} setting(s) from this workspace's files are not applied "
-                "(untrusted); /trust reviews them again",
-                level="warning",
-            )
-        return trusted
+        return await answer
 
     def _slash_trust(self, argument: str) -> None:
         loaded = self.session.loaded
@@ -634,12 +634,13 @@ class AgentApp(App[int]):
         loaded = self.session.loaded
         trust = loaded.trust
         if not await self.ask_trust(trust):
+            self.chat.add_notice(untrusted_notice(trust), level="warning")
             return
         await asyncio.to_thread(trust_workspace, loaded)
         if self.reload_settings is not None:
             await self.reload_settings()
-        self.chat.add_notice(f"trusted {trust.key} in {loaded.user_config_path}")
         await self.switch_session(self.session.session_id)
+        self.chat.add_notice(f"trusted {trust.key} in {loaded.user_config_path}")
 
     def _slash_tools(self, argument: str) -> None:
         registry = self.session.registry
@@ -1069,6 +1070,8 @@ def make_app(workspace: Path, args: argparse.Namespace, **options: Any) -> Agent
             raise StartupError(error.msg) from None
         # Published before the app listened: shown when the session is attached.
         session.warnings.extend(target.notices)
+        if loaded.trust.pending:
+            session.warnings.insert(0, untrusted_notice(loaded.trust))
         return session, factory
 
     options.setdefault("history_path", data_dir() / "prompt-history.jsonl")

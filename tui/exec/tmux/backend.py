@@ -716,7 +716,14 @@ class TmuxBackend(ExecutionBackend):
                     raise NotOurs(f"no tmux session {session} ({error.msg})") from None
                 down = any(
                     text in error.msg
-                    for text in ("no server running", "error connecting", "no sessions")
+                    for text in (
+                        "no server running",
+                        "error connecting",
+                        "no sessions",
+                        # A server still shutting down when the attach met it.
+                        "exited unexpectedly",
+                        "lost server",
+                    )
                 )
                 why = (
                     f"the tmux server (socket {self.socket_name}) had stopped"
