@@ -35,6 +35,7 @@ README_SCENES = (
     "no_provider",
     "streaming",
     "adapters",
+    "trust",
 )
 
 _TEXT = re.compile(
