@@ -18,7 +18,6 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -32,7 +31,7 @@ from tests.test_headless_cli import (  # noqa: F401 - fixtures used by name
     wait_for,
 )
 from tests.test_loop import live_with, shell, tools_step, wait_until
-from tests.tmux_helpers import SHELL, clean_env, kill_server, needs_tmux, new_socket_name
+from tests.tmux_helpers import SHELL, kill_server, needs_tmux, new_socket_name, tmux_backends
 from tui.exec.local import LocalBackend
 from tui.exec.tmux.backend import TmuxBackend
 from tui.tools.errors import Cancelled
@@ -146,27 +145,10 @@ TMUX_SHELLS = [
 async def make_tmux(tmp_path: Path) -> AsyncIterator[Callable[..., TmuxBackend]]:
     """Backends on one private tmux socket, closed and the server killed afterwards."""
     socket_name = new_socket_name()
-    made: list[TmuxBackend] = []
-
-    def make(**kwargs: Any) -> TmuxBackend:
-        options: dict[str, Any] = {
-            "socket_name": socket_name,
-            "shell": SHELL,
-            "owner": "atui-test",
-            "config": "/dev/null",
-            "default_cwd": str(tmp_path),
-            "env": clean_env(),
-        }
-        options.update(kwargs)
-        backend = TmuxBackend(LocalBackend(default_cwd=str(tmp_path)), **options)
-        made.append(backend)
-        return backend
-
     try:
-        yield make
+        async with tmux_backends(socket_name, tmp_path) as make:
+            yield make
     finally:
-        for backend in made:
-            await backend.close()
         kill_server(socket_name)
 
 

@@ -12,22 +12,20 @@ import re
 import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.tmux_helpers import (
     SHELL,
     OutputWatch,
-    clean_env,
     kill_server,
     needs_tmux,
     new_socket_name,
     tmux,
+    tmux_backends,
 )
 from tui.events import Event, PaneSnapshot
 from tui.exec.backend import BackendError
-from tui.exec.local import LocalBackend
 from tui.exec.tmux.backend import TmuxBackend
 from tui.exec.tmux.guard import ShellGuardError
 from tui.exec.tmux.mirror import PaneMirror
@@ -64,25 +62,8 @@ def socket_name() -> Iterator[str]:
 
 @pytest.fixture
 async def make_backend(socket_name: str, tmp_path: Path) -> AsyncIterator[MakeBackend]:
-    made: list[TmuxBackend] = []
-
-    def make(**kwargs: Any) -> TmuxBackend:
-        options: dict[str, Any] = {
-            "socket_name": socket_name,
-            "shell": SHELL,
-            "owner": OWNER,
-            "config": "/dev/null",
-            "default_cwd": str(tmp_path),
-            "env": clean_env(),
-        }
-        options.update(kwargs)
-        backend = TmuxBackend(LocalBackend(default_cwd=str(tmp_path)), **options)
-        made.append(backend)
-        return backend
-
-    yield make
-    for backend in made:
-        await backend.close()
+    async with tmux_backends(socket_name, tmp_path, OWNER) as make:
+        yield make
 
 
 async def pane_format(socket_name: str, pane: str, fmt: str) -> str:

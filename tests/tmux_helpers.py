@@ -13,8 +13,14 @@ import os
 import secrets
 import shutil
 import subprocess
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from tui.exec.tmux.backend import TmuxBackend
 
 SHELL = "bash --norc --noprofile"
 """Test panes skip root's slow .bashrc; the product bootstraps whatever shell it finds."""
@@ -76,3 +82,34 @@ class OutputWatch:
 
     async def wait(self) -> None:
         await self.seen.wait()
+
+
+@contextlib.asynccontextmanager
+async def tmux_backends(
+    socket_name: str, cwd: Path, owner: str = "atui-test"
+) -> AsyncIterator[Callable[..., TmuxBackend]]:
+    """Makes ``TmuxBackend``s on one private socket (options overridable); closes them all."""
+    from tui.exec.local import LocalBackend
+    from tui.exec.tmux.backend import TmuxBackend
+
+    made: list[TmuxBackend] = []
+
+    def make(**kwargs: Any) -> TmuxBackend:
+        options: dict[str, Any] = {
+            "socket_name": socket_name,
+            "shell": SHELL,
+            "owner": owner,
+            "config": "/dev/null",
+            "default_cwd": str(cwd),
+            "env": clean_env(),
+        }
+        options.update(kwargs)
+        backend = TmuxBackend(LocalBackend(default_cwd=str(cwd)), **options)
+        made.append(backend)
+        return backend
+
+    try:
+        yield make
+    finally:
+        for backend in made:
+            await backend.close()
