@@ -19,12 +19,15 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import Field, field_validator
 
 from tests.conftest import Harness, make_harness
 from tui.events import Event
 from tui.security.permissions import ApprovalMode
 from tui.security.settings import SecuritySettings
+from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.builtin import builtin_tools
+from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
 
 MAX_ERROR_CHARS = 2600
@@ -146,6 +149,77 @@ async def test_a_tool_whose_validator_overflows_is_invalid_arguments(workspace: 
 
     assert_safe(result, h.events)
     assert result.details["error_type"] == "InvalidArguments"
+
+
+class OverflowingParams(ToolParams):
+    seconds: float = Field(description="a duration")
+
+    @field_validator("seconds", mode="before")
+    @classmethod
+    def _convert(cls, value: object) -> float:
+        return float(10**400)  # what a validator's float() of a big int does
+
+
+class OverflowingTool(Tool[OverflowingParams]):
+    """A tool whose own validator raises something that is neither ValueError nor TypeError."""
+
+    name = "overflowing"
+    label = "Overflowing"
+    Params = OverflowingParams
+    description = "test tool"
+
+    async def execute(self, params: OverflowingParams, ctx: ToolContext) -> ToolResult:
+        raise AssertionError("never reached")
+
+
+async def test_a_validator_raising_anything_is_invalid_arguments(workspace: Path) -> None:
+    h = read_only_harness(workspace)
+    h.registry.register(OverflowingTool())
+
+    assert h.registry.needs_approval("overflowing", '{"seconds": 1}', h.policy) is False
+    result = await call_without_running(h, "overflowing", '{"seconds": 1}')
+    assert_safe(result, h.events)
+    assert result.details["error_type"] == "InvalidArguments", result.text
+    assert "OverflowError" in result.text
+
+
+class BrokenAccessTool(OverflowingTool):
+    """Valid arguments, but working out what the call touches blows up."""
+
+    name = "broken_access"
+    Params = ToolParams
+
+    def access(self, params: ToolParams) -> ToolAccess:
+        raise OverflowError("int too large to convert to float")
+
+
+async def test_a_tool_failing_before_it_starts_is_an_error_run_alone(workspace: Path) -> None:
+    h = read_only_harness(workspace)
+    h.registry.register(BrokenAccessTool())
+
+    assert h.registry.needs_approval("broken_access", "{}", h.policy) is True
+    result = await call_without_running(h, "broken_access", "{}")
+    assert_safe(result, h.events)
+    assert result.details["error_type"] == "ExecutionFailed" and "OverflowError" in result.text
+
+
+class SurrogateOutputTool(OverflowingTool):
+    """Returns text no UTF-8 writer accepts, as a tool reading undecodable bytes might."""
+
+    name = "surrogate_output"
+    Params = ToolParams
+
+    async def execute(self, params: ToolParams, ctx: ToolContext) -> ToolResult:
+        return ToolResult("bad \udcff bytes")
+
+
+async def test_a_result_with_lone_surrogates_is_cleaned(workspace: Path) -> None:
+    h = read_only_harness(workspace)
+    h.registry.register(SurrogateOutputTool())
+
+    result = await h.registry.execute("surrogate_output", "{}", h.context("surrogate_output"))
+    assert_safe(result, h.events)
+    assert result.text == "bad \ufffd bytes"
 
 
 def test_needs_approval_never_raises(workspace: Path) -> None:
