@@ -285,7 +285,7 @@ class ToolRegistry:
             raise Cancelled(f"{tool.name} was cancelled before it started")
         if authorization.secrets:
             ctx = dataclasses.replace(ctx, secret_allowance=authorization.secrets)
-        result = await self._run_cancellable(tool, params, ctx)
+        result = _cleaned(await self._run_cancellable(tool, params, ctx))
         if not tool.streams_output and result.text and not result.is_error:
             ctx.emit("stdout", result.text)
         return result
