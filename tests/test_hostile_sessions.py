@@ -34,6 +34,7 @@ from tui.config import load_settings
 from tui.events import parse_event
 from tui.security.approval import NoApprover
 from tui.session import AgentSession, build_session
+from tui.tools.truncation import envelope
 
 DEADLINE = 15.0
 
@@ -204,3 +205,35 @@ async def test_hostile_calls_then_resume_on_both_wires(
         assert_strict_json(request)
     results = wire_results(requests[2])
     assert len(results) == CALLS_PER_SESSION, "the resumed request lost calls"
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+async def test_a_saved_session_holding_hostile_text_still_resumes(
+    api: Api, workspace: Path
+) -> None:
+    """A transcript edited by hand, or left by an older writer, is cleaned as it is read."""
+    transcript = SessionStore().create(workspace, api, "scripted-model")
+    lines = [
+        {"role": "user", "content": "go \\ud800"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "bad id \\udc80", "name": "run\\ud800", "arguments": "{}"}],
+        },
+        {"role": "tool", "content": envelope("x"), "tool_call_id": "bad id \\udc80"},
+    ]
+    with transcript.path.open("ab") as file:
+        for message in lines:
+            record = json.dumps({"type": "message", "message": message}).replace("\\\\u", "\\u")
+            file.write(record.encode() + b"\n")
+    transcript.close()
+
+    with ScriptedServer([{"text": "fine"}]) as server:
+        resumed = open_session(api, server, workspace, resume=transcript.id)
+        try:
+            await run_turn(resumed, "again")
+        finally:
+            await resumed.aclose()
+        (request,) = server.requests
+    assert_strict_json(request)
+    assert "\ufffd" in json.dumps(request.body, ensure_ascii=False)
