@@ -237,3 +237,27 @@ async def test_a_saved_session_holding_hostile_text_still_resumes(
         (request,) = server.requests
     assert_strict_json(request)
     assert "\ufffd" in json.dumps(request.body, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+async def test_repeated_huge_and_odd_call_ids_pair_up_and_resume(api: Api, workspace: Path) -> None:
+    """Ids the APIs would refuse on replay, or that repeat, are replaced as they are admitted."""
+    ids = ["dup", "dup", "x" * 100_000, "a b/c", "\ud800"]
+    calls = [{"id": i, "name": "nope", "arguments": "{}"} for i in ids]
+    with ScriptedServer([tools_step(*calls), {"text": "done"}, {"text": "again"}]) as server:
+        session = open_session(api, server, workspace)
+        try:
+            await run_turn(session, "go")
+        finally:
+            await session.aclose()
+        resumed = open_session(api, server, workspace, resume=session.session_id)
+        try:
+            await run_turn(resumed, "once more")
+        finally:
+            await resumed.aclose()
+        requests = list(server.requests)
+    for request in requests:
+        assert_strict_json(request)
+    sent = list(wire_results(requests[2]))
+    assert len(sent) == len(ids) == len(set(sent))
+    assert sent[0] == "dup" and all(len(i) <= 64 for i in sent)
