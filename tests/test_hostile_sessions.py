@@ -240,10 +240,13 @@ async def test_a_saved_session_holding_hostile_text_still_resumes(
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
-async def test_repeated_huge_and_odd_call_ids_pair_up_and_resume(api: Api, workspace: Path) -> None:
-    """Ids the APIs would refuse on replay, or that repeat, are replaced as they are admitted."""
+async def test_repeated_huge_and_odd_call_ids_and_names_pair_up_and_resume(
+    api: Api, workspace: Path
+) -> None:
+    """Ids and names the APIs would refuse on replay, and ids that repeat, are replaced."""
     ids = ["dup", "dup", "x" * 100_000, "a b/c", "\ud800"]
-    calls = [{"id": i, "name": "nope", "arguments": "{}"} for i in ids]
+    names = ["nope", "", "n" * 1_000_000, "run shell", "\udc80"]
+    calls = [{"id": i, "name": n, "arguments": "{}"} for i, n in zip(ids, names, strict=True)]
     with ScriptedServer([tools_step(*calls), {"text": "done"}, {"text": "again"}]) as server:
         session = open_session(api, server, workspace)
         try:
@@ -261,3 +264,19 @@ async def test_repeated_huge_and_odd_call_ids_pair_up_and_resume(api: Api, works
     sent = list(wire_results(requests[2]))
     assert len(sent) == len(ids) == len(set(sent))
     assert sent[0] == "dup" and all(len(i) <= 64 for i in sent)
+    assert wire_names(requests[2]) == ["nope", *["invalid_tool_name"] * 4]
+    first = result_text(requests[1], sent[2])
+    assert "NotFound" in first and len(first) < 3000
+
+
+def wire_names(request: RecordedRequest) -> list[str]:
+    """The names of the tool calls replayed in ``request``, in order."""
+    names: list[str] = []
+    for message in request.body["messages"]:
+        if message["role"] != "assistant":
+            continue
+        for call in message.get("tool_calls") or []:
+            names.append(call["function"]["name"])
+        if isinstance(message["content"], list):
+            names += [b["name"] for b in message["content"] if b.get("type") == "tool_use"]
+    return names

@@ -11,7 +11,8 @@ What changes, and only when it must:
 - a tool-call id that the APIs would refuse on replay (empty, too long, odd characters) or
   that repeats within one response is replaced by a stable one derived from it;
 - a tool name is cut to ``MAX_NAME_CHARS`` (no real tool has a longer one; the registry
-  answers "no tool named …").
+  answers "no tool named …"); on the wire, a name no API accepts is replayed as
+  ``INVALID_TOOL_NAME`` (``providers.base.replay_name``), since no real tool can have it.
 
 The transcript stores the admitted form: what was shown, approved and run.
 """

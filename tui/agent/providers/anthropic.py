@@ -32,6 +32,7 @@ from tui.agent.providers.base import (
     ToolCall,
     ToolCallDelta,
     UsageReport,
+    replay_name,
 )
 from tui.agent.providers.retry import (
     DEFAULT_TIMEOUT,
@@ -313,7 +314,7 @@ def _messages_to_wire(messages: list[Message]) -> list[dict[str, Any]]:
                 {
                     "type": "tool_use",
                     "id": call.id,
-                    "name": call.name,
+                    "name": replay_name(call.name),
                     "input": _tool_input(call.arguments),
                 }
                 for call in message.tool_calls

@@ -34,6 +34,7 @@ from tui.agent.providers.base import (
     ToolCall,
     ToolCallDelta,
     UsageReport,
+    replay_name,
 )
 from tui.agent.providers.retry import (
     DEFAULT_TIMEOUT,
@@ -299,7 +300,10 @@ def _message_to_wire(message: Message) -> dict[str, Any]:
                 {
                     "id": call.id,
                     "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments or "{}"},
+                    "function": {
+                        "name": replay_name(call.name),
+                        "arguments": call.arguments or "{}",
+                    },
                 }
                 for call in message.tool_calls
             ]
