@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui.agent.admission import admit_completed
 from tui.agent.execution import ToolExecutor, ToolPlan
 from tui.agent.hooks import Hooks, ToolCallInfo
 from tui.agent.providers.base import (
@@ -42,6 +43,7 @@ from tui.events import (
     UserMessage,
 )
 from tui.exec.backend import ExecutionBackend
+from tui.safe_text import clean
 from tui.security.policy import SecurityPolicy
 from tui.tools.context import ToolContext
 from tui.tools.registry import ToolRegistry
@@ -126,6 +128,7 @@ class AgentLoop:
 
     def steer(self, text: str) -> None:
         """Queue a user message; it goes to the model before the next request."""
+        text = clean(text)
         self._steering.append(text)
         self.emit(UserMessage(text=text, steering=True))
 
@@ -144,6 +147,7 @@ class AgentLoop:
         if self.running:
             self.steer(prompt)
             return TurnOutcome("steered", "", 0)
+        prompt = clean(prompt)  # argv may hold undecodable bytes as lone surrogates
         self.running = True
         self.idle.clear()
         self._cancel = asyncio.Event()
@@ -259,8 +263,9 @@ class AgentLoop:
                 max_tokens=self.settings.max_tokens,
             ):
                 if isinstance(event, TextDelta):
-                    text_parts.append(event.text)
-                    self.emit(AssistantTextDelta(text=event.text))
+                    piece = clean(event.text)
+                    text_parts.append(piece)
+                    self.emit(AssistantTextDelta(text=piece))
                 elif isinstance(event, UsageReport):
                     self._add_usage(event)
                 elif isinstance(event, Completed):
@@ -281,15 +286,16 @@ class AgentLoop:
             raise error
         if completed is None:
             raise ProviderError(f"{self.provider.name} stream ended without a final message")
-        self._finish_message(completed)
-        return completed
+        return self._finish_message(completed)
 
     def _add_usage(self, usage: UsageReport) -> None:
         self.usage.input_tokens += usage.input_tokens
         self.usage.output_tokens += usage.output_tokens
         self.emit(Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens))
 
-    def _finish_message(self, completed: Completed) -> None:
+    def _finish_message(self, completed: Completed) -> Completed:
+        """Admit the response into the conversation; the loop goes on with what was admitted."""
+        completed = admit_completed(completed)
         if completed.usage.input_tokens or completed.usage.output_tokens:
             self._add_usage(completed.usage)
         self._append(
@@ -306,6 +312,7 @@ class AgentLoop:
                     tool_call_id=call.id, tool_name=call.name, arguments=call.arguments
                 )
             )
+        return completed
 
     async def _run_tools(self, calls: list[ToolCall]) -> None:
         executor = ToolExecutor(

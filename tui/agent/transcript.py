@@ -32,6 +32,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
+from tui.agent.admission import admit_message
 from tui.agent.providers.base import ImagePart, Message, ToolCall
 from tui.errors import AgentTuiError
 from tui.events import EVENT_ADAPTER, AnyEvent, Event
@@ -75,7 +76,7 @@ def message_from_json(data: Mapping[str, Any]) -> Message:
     fields["images"] = [
         ImagePart(**_known_fields(ImagePart, image)) for image in data.get("images") or []
     ]
-    return Message(**fields)
+    return admit_message(Message(**fields))
 
 
 def _known_fields(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -212,7 +213,7 @@ def _take(records: SessionRecords, raw: bytes) -> bool:
             records.events.append(EVENT_ADAPTER.validate_python(record["event"]))
         else:
             return False
-    except (ValueError, KeyError, TypeError, ValidationError):
+    except (ValueError, KeyError, TypeError, AttributeError, ValidationError):
         return False
     return True
 

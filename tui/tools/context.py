@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tui.events import Event, Notice, ToolOutputChunk
+from tui.safe_text import clean
 
 if TYPE_CHECKING:
     from tui.exec.backend import ExecutionBackend, StreamName
@@ -57,7 +58,7 @@ class ToolContext:
                     tool_call_id=self.tool_call_id,
                     tool_name=self.tool_name,
                     stream=stream,
-                    text=text,
+                    text=clean(text),  # a tool's bytes may not be valid Unicode
                     loop_id=self.loop_id,
                 )
             )

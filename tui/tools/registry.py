@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from tui.events import ToolCallCompleted, ToolCallStarted
+from tui.safe_text import clean, clean_json_text, clean_value, excerpt, loads_strict
 from tui.security.policy import CallInfo, SecurityPolicy, Verdict
 from tui.tools.base import Tool, ToolParams
 from tui.tools.context import ToolContext
@@ -28,6 +29,9 @@ from tui.tools.truncation import truncate
 
 MAX_ARGUMENT_BYTES = 4 * 1024 * 1024
 """Raw argument JSON above this is refused before parsing (a runaway model, not a real call)."""
+
+MAX_MESSAGE_CHARS = 2000
+"""An error message for the model is cut here: it must never echo megabytes back."""
 
 DefinitionFormat = Literal["openai", "anthropic"]
 
@@ -102,12 +106,14 @@ class ToolRegistry:
         A call that would fail validation or be refused outright does not ask: it fails fast.
         """
         try:
-            tool = self.lookup(name)
+            tool = self.lookup(clean(name))
             params = self.parse_arguments(tool, raw_arguments)
             access = tool.access(params)
             needed, risk, _ = policy.precheck(tool.name, access)
         except ToolError:
             return False
+        except Exception:  # unknown trouble: run it alone, execute reports it
+            return True
         verdict, _ = policy.verdict(tool.name, access, needed, risk)
         return verdict is Verdict.ASK
 
@@ -124,29 +130,46 @@ class ToolRegistry:
         tool = self._tools.get(name)
         if tool is not None:
             return tool
-        close = difflib.get_close_matches(name, self._tools, n=3, cutoff=0.5)
+        # difflib is quadratic: a megabyte-long name gets no suggestions, not a stalled loop.
+        close = (
+            difflib.get_close_matches(name, self._tools, n=3, cutoff=0.5)[:3]
+            if (len(name) <= 200)
+            else []
+        )
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         available = ", ".join(sorted(self._tools)) or "none"
-        raise NotFound(f"no tool named {name!r}.{hint} Available tools: {available}")
+        shown = repr(excerpt(name, 80)) if name else "'' (the name is empty)"
+        raise NotFound(f"no tool named {shown}.{hint} Available tools: {available}")
 
     def parse_arguments(self, tool: Tool[Any], raw: str | dict[str, Any] | None) -> ToolParams:
-        """Raw JSON text from the model to validated params, with every problem in one error."""
+        """Raw JSON text from the model to validated params, with every problem in one error.
+
+        Strict JSON: ``NaN``, ``Infinity``, numbers that overflow and nesting Python cannot
+        parse are refused here, with a short message, before any tool code sees them; lone
+        surrogates become U+FFFD. A dict (a hook's rewrite) goes through the same text path.
+        """
         if isinstance(raw, dict):
-            data: Any = raw
-        else:
-            text = (raw or "").strip()
-            if len(text.encode("utf-8", "surrogatepass")) > MAX_ARGUMENT_BYTES:
-                raise InvalidArguments(
-                    f"arguments are {len(text)} characters, above the "
-                    f"{MAX_ARGUMENT_BYTES // (1024 * 1024)} MiB limit; send less at once"
-                )
             try:
-                data = json.loads(text) if text else {}
-            except (json.JSONDecodeError, RecursionError, UnicodeError) as error:
+                raw = json.dumps(raw)
+            except (ValueError, TypeError, RecursionError) as error:
                 raise InvalidArguments(
-                    f"arguments for {tool.name} are not valid JSON ({error}); send one JSON "
-                    "object matching the tool's schema"
+                    f"arguments for {tool.name} cannot be written as JSON: {excerpt(str(error))}"
                 ) from None
+        text = (raw or "").strip()
+        if len(text) > MAX_ARGUMENT_BYTES or len(text.encode("utf-8", "surrogatepass")) > (
+            MAX_ARGUMENT_BYTES
+        ):
+            raise InvalidArguments(
+                f"arguments are {len(text)} characters, above the "
+                f"{MAX_ARGUMENT_BYTES // (1024 * 1024)} MiB limit; send less at once"
+            )
+        try:
+            data: Any = loads_strict(clean_json_text(text)) if text else {}
+        except ValueError as error:
+            raise InvalidArguments(
+                f"arguments for {tool.name} are not valid JSON ({excerpt(str(error), 200)}); "
+                "send one JSON object matching the tool's schema"
+            ) from None
         if not isinstance(data, dict):
             raise InvalidArguments(
                 f"arguments for {tool.name} must be a JSON object, got {type(data).__name__}"
@@ -156,9 +179,12 @@ class ToolRegistry:
             return tool.parse_params(data)
         except ValidationError as error:
             raise InvalidArguments(describe_validation_error(tool.name, error)) from None
-        except (RecursionError, ValueError, TypeError) as error:
+        except ToolError as error:
+            raise type(error)(excerpt(error.msg, MAX_MESSAGE_CHARS)) from None
+        except Exception as error:  # a validator's own bug is the call's error
             raise InvalidArguments(
-                f"arguments for {tool.name} could not be read: {error}"
+                f"arguments for {tool.name} could not be read: "
+                f"{type(error).__name__}: {excerpt(str(error), 200)}"
             ) from None
 
     @staticmethod
@@ -179,8 +205,12 @@ class ToolRegistry:
         """Parse, check, authorize, run, bound. Always returns a result, never raises
         (except ``asyncio.CancelledError`` when the calling task itself is cancelled)."""
         started = time.perf_counter()
-        raw_text = raw_arguments if isinstance(raw_arguments, str) else json.dumps(raw_arguments)
-        key = (name, raw_text or "")
+        name = clean(name)
+        if isinstance(raw_arguments, str):
+            raw_arguments = clean_json_text(raw_arguments)
+        elif raw_arguments is not None:
+            raw_arguments = clean_value(raw_arguments)
+        key = (name, raw_arguments if isinstance(raw_arguments, str) else "")
         result: ToolResult
         tool: Tool[Any] | None = None
         try:
@@ -193,19 +223,26 @@ class ToolRegistry:
             result = ToolResult.error(error.kind, error.msg)
         except Exception as error:  # a tool bug must not end the loop
             result = ToolResult.error(
-                "ExecutionFailed", f"{name} crashed: {type(error).__name__}: {error}"
+                "ExecutionFailed",
+                f"{excerpt(name, 80)} crashed: {type(error).__name__}: {excerpt(str(error), 500)}",
             )
+        result = _cleaned(result)
         if result.is_error:
             self.failures.record_failure(key, result.text)
         else:
             self.failures.record_success(name)
         if tool is not None:
-            result = await self._bounded(tool, result, ctx)
+            try:
+                result = await self._bounded(tool, result, ctx)
+            except Exception as error:  # e.g. the spill folder is unwritable
+                result = ToolResult.error(
+                    "ExecutionFailed", f"its output could not be bounded: {excerpt(str(error))}"
+                )
         duration_ms = (time.perf_counter() - started) * 1000
         ctx.on_update(
             ToolCallCompleted(
                 tool_call_id=ctx.tool_call_id,
-                tool_name=name,
+                tool_name=excerpt(name, 200),
                 is_error=result.is_error,
                 duration_ms=duration_ms,
                 exit_code=result.details.get("exit_code"),
@@ -248,7 +285,7 @@ class ToolRegistry:
             raise Cancelled(f"{tool.name} was cancelled before it started")
         if authorization.secrets:
             ctx = dataclasses.replace(ctx, secret_allowance=authorization.secrets)
-        result = await self._run_cancellable(tool, params, ctx)
+        result = _cleaned(await self._run_cancellable(tool, params, ctx))
         if not tool.streams_output and result.text and not result.is_error:
             ctx.emit("stdout", result.text)
         return result
@@ -298,17 +335,44 @@ class ToolRegistry:
         return ToolResult(cut.text, details, result.is_error, result.child_loop_id)
 
 
+def _cleaned(result: ToolResult) -> ToolResult:
+    """The result with lone surrogates replaced, so no writer downstream meets one."""
+    if isinstance(result.content, str):
+        content: Any = clean(result.content)
+    else:
+        content = [clean(part) if isinstance(part, str) else part for part in result.content]
+    if content == result.content:
+        return result
+    return ToolResult(content, result.details, result.is_error, result.child_loop_id)
+
+
 def describe_validation_error(tool_name: str, error: ValidationError) -> str:
-    """All schema problems in one message, each with where and what was expected."""
+    """All schema problems in one message, each with where and what was expected; bounded,
+    because keys and values come from the model and may be megabytes long."""
     problems = []
-    for item in error.errors(include_url=False):
-        where = ".".join(str(part) for part in item["loc"]) or "(arguments)"
+    for item in error.errors(include_url=False)[:10]:
+        where = ".".join(excerpt(str(part), 60) for part in item["loc"]) or "(arguments)"
         if item["type"] == "extra_forbidden":
             problems.append(f"{where}: unknown argument")
         elif item["type"] == "missing":
             problems.append(f"{where}: required argument missing")
         else:
-            got = repr(item.get("input"))
-            got = got if len(got) <= 60 else got[:57] + "..."
-            problems.append(f"{where}: {item['msg']} (got {got})")
-    return f"invalid arguments for {tool_name}: " + "; ".join(problems)
+            got = _short_repr(item.get("input"))
+            problems.append(f"{where}: {excerpt(str(item['msg']), 200)} (got {got})")
+    message = f"invalid arguments for {tool_name}: " + "; ".join(problems)
+    return excerpt(message, MAX_MESSAGE_CHARS)
+
+
+def _short_repr(value: Any) -> str:
+    """``repr`` of at most 60 characters, without building a huge one first (a 10 MB
+    string, a 1,000-deep list, an integer past Python's digit limit)."""
+    if isinstance(value, str):
+        shown = repr(value[:60])
+    elif isinstance(value, dict | list):
+        shown = f"a {type(value).__name__} of {len(value)} items"
+    else:
+        try:
+            shown = repr(value)
+        except ValueError:  # int beyond the str-conversion limit
+            shown = f"an {type(value).__name__} too large to show"
+    return shown if len(shown) <= 60 else shown[:57] + "..."

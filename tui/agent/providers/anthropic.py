@@ -32,6 +32,7 @@ from tui.agent.providers.base import (
     ToolCall,
     ToolCallDelta,
     UsageReport,
+    replay_name,
 )
 from tui.agent.providers.retry import (
     DEFAULT_TIMEOUT,
@@ -41,6 +42,7 @@ from tui.agent.providers.retry import (
     error_message_from_body,
 )
 from tui.agent.providers.sse import aiter_sse_bytes, drain_rest
+from tui.safe_text import loads_strict
 
 __all__ = [
     "API_VERSION",
@@ -108,7 +110,7 @@ class _ToolBlock:
         if text.strip():
             return text
         if isinstance(self.initial_input, dict) and self.initial_input:
-            return json.dumps(self.initial_input)
+            return _dumps(self.initial_input)
         return "{}"
 
 
@@ -222,7 +224,7 @@ def events_from_message(data: dict[str, Any]) -> list[ProviderEvent]:
                 ToolCall(
                     id=str(block.get("id") or f"toolu_{len(calls)}"),
                     name=str(block.get("name") or ""),
-                    arguments=json.dumps(raw_input) if raw_input else "{}",
+                    arguments=_dumps(raw_input) if raw_input else "{}",
                 )
             )
     joined = "".join(text)
@@ -242,10 +244,23 @@ def events_from_message(data: dict[str, Any]) -> list[ProviderEvent]:
     return events
 
 
-def _tool_input(arguments: str) -> dict[str, Any]:
-    """The API wants an object; a call whose text never parsed is replayed as ``{}``."""
+def _dumps(value: Any) -> str:
+    """A decoded ``input`` back to text; one that cannot be written becomes ``{}`` (the
+    registry then says the required arguments are missing)."""
     try:
-        value = json.loads(arguments) if arguments.strip() else {}
+        return json.dumps(value)
+    except (ValueError, TypeError, RecursionError):
+        return "{}"
+
+
+def _tool_input(arguments: str) -> dict[str, Any]:
+    """The API wants an object; a call whose text never parsed is replayed as ``{}``.
+
+    Parsed strictly: ``NaN``, ``1e999`` or a 5,000-digit integer would make the body invalid
+    JSON (or unwritable), and a lone surrogate unencodable, on this request and every resume.
+    """
+    try:
+        value = loads_strict(arguments) if arguments.strip() else {}
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
@@ -299,7 +314,7 @@ def _messages_to_wire(messages: list[Message]) -> list[dict[str, Any]]:
                 {
                     "type": "tool_use",
                     "id": call.id,
-                    "name": call.name,
+                    "name": replay_name(call.name),
                     "input": _tool_input(call.arguments),
                 }
                 for call in message.tool_calls
@@ -345,7 +360,7 @@ def build_request_body(
 def _load(raw: bytes | str, what: str) -> dict[str, Any]:
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
         raise ProviderError(f"Anthropic API sent {what} that is not JSON: {text[:200]!r}") from None
     if not isinstance(data, dict):

@@ -7,12 +7,23 @@ else.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tui.errors import AgentTuiError
+
+INVALID_TOOL_NAME = "invalid_tool_name"
+_WIRE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def replay_name(name: str) -> str:
+    """The name a past call is sent back under: its own when both APIs accept it (they
+    require this shape of tool names), else ``INVALID_TOOL_NAME`` — no real tool can have
+    such a name, and a refused name would fail this request and every resume."""
+    return name if _WIRE_NAME.fullmatch(name) else INVALID_TOOL_NAME
 
 
 @dataclass

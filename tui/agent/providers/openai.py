@@ -34,6 +34,7 @@ from tui.agent.providers.base import (
     ToolCall,
     ToolCallDelta,
     UsageReport,
+    replay_name,
 )
 from tui.agent.providers.retry import (
     DEFAULT_TIMEOUT,
@@ -171,7 +172,7 @@ class ChatStreamAssembler:
         name = _str(function.get("name"))
         arguments = function.get("arguments")
         if isinstance(arguments, dict):  # a few servers send an object, not text
-            arguments = json.dumps(arguments)
+            arguments = _dumps(arguments)
         arguments = arguments if isinstance(arguments, str) else ""
         index = self._index_for(piece.get("index"), call_id, name)
         call = self.calls.get(index)
@@ -233,6 +234,15 @@ def _stream_error(error: Any) -> ProviderError:
     return ProviderError(f"OpenAI API error in the stream: {message}", retryable=retryable)
 
 
+def _dumps(value: Any) -> str:
+    """Arguments sent as an object, back to text; one that cannot be written becomes ``{}``
+    (the registry then says the required arguments are missing)."""
+    try:
+        return json.dumps(value)
+    except (ValueError, TypeError, RecursionError):
+        return "{}"
+
+
 def events_from_completion(data: dict[str, Any]) -> list[ProviderEvent]:
     """A whole ``chat.completion`` (``stream=False``) as the events a stream would end with."""
     if "error" in data and not data.get("choices"):
@@ -250,7 +260,7 @@ def events_from_completion(data: dict[str, Any]) -> list[ProviderEvent]:
         function = _dict(raw.get("function"))
         arguments = function.get("arguments")
         if isinstance(arguments, dict):
-            arguments = json.dumps(arguments)
+            arguments = _dumps(arguments)
         calls.append(
             ToolCall(
                 id=_str(raw.get("id")) or _new_call_id(),
@@ -290,7 +300,10 @@ def _message_to_wire(message: Message) -> dict[str, Any]:
                 {
                     "id": call.id,
                     "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments or "{}"},
+                    "function": {
+                        "name": replay_name(call.name),
+                        "arguments": call.arguments or "{}",
+                    },
                 }
                 for call in message.tool_calls
             ]
@@ -343,7 +356,7 @@ def _is_json(response: httpx.Response) -> bool:
 def _load(raw: bytes | str, what: str) -> dict[str, Any]:
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
         raise ProviderError(f"OpenAI API sent {what} that is not JSON: {text[:200]!r}") from None
     if not isinstance(data, dict):
