@@ -425,6 +425,8 @@ class _Task:
 
 
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+_GLUED_NEWLINE = re.compile(r"(?<!\\)(?:\\\\)*\n")
+"""A newline in an unquoted word that no backslash escapes: a command boundary."""
 _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
 _SKIP = frozenset({"comment", "heredoc_start", "heredoc_end", "heredoc_content"})
 
@@ -467,10 +469,17 @@ class _Analysis:
             self._missing_segments(root)
         if b"\x00" in self.src.data:
             error = "the command contains NUL bytes" + (f"; {error}" if error else "")
+        if error is not None:
+            # What the parser could not read may still name a secret: any word of it counts.
+            verdict = _Verdict()
+            for token in re.split(r"[\s()<>;|&`\"'=]+", self.src.text):
+                self.secret_word(verdict, _word(token))
+            if verdict.secrets:
+                self.segments.append(verdict.segment(self.src.text))
         if error is not None and max_risk(*(s.risk for s in self.segments)) == "low":
             reason = f"the shell parser could not read it: {error}"
             self.segments.append(SegmentRisk(self.src.text, "medium", (reason,), False, None))
-        if self.depth == 0 and (self.context is None or self.context.shell == "zsh"):
+        if self.context is None or self.context.shell == "zsh":
             self._comments_as_code(root)
         return self.segments, error
 
@@ -591,6 +600,7 @@ class _Analysis:
             elif child.type != "comment":
                 parts.append(child)
         redirects.extend(task.redirects)
+        parts = self._split_glued_line(parts, node)
         words = [w for w in _words(self.src, parts) if w.raw or w.value]
         verdict = _Verdict(read_only=True)
         for assignment in env:
@@ -609,6 +619,27 @@ class _Analysis:
         inner_ctx = _Ctx(functions=ctx.functions)
         nested = [_Task(child, inner_ctx, inner=True) for child in node.named_children]
         return nested + [_Task(r, inner_ctx) for r in task.redirects]
+
+    def _split_glued_line(self, parts: list[Node], node: Node) -> list[Node]:
+        """tree-sitter glues ``ls<newline>\\rm -rf /`` into one command (a word that starts
+        with a newline and a backslash); bash runs two. Judge the second line on its own."""
+        for child in parts:
+            if child.type not in ("word", "concatenation"):
+                continue
+            match = _GLUED_NEWLINE.search(self.src.of(child))
+            if match is None:
+                continue
+            cut = child.start_byte + match.start()
+            inner = self.child(self.src.slice(cut + 1, node.end_byte))
+            inner.depth = self.depth
+            segments, error = inner.run()
+            self.segments.extend(segments)
+            if error is not None:
+                reason = f"the shell parser could not read it: {error}"
+                text = self.src.slice(cut + 1, node.end_byte)
+                self.segments.append(SegmentRisk(text, "medium", (reason,), False, None))
+            return [p for p in parts if p.end_byte <= cut]
+        return parts
 
     def _redirected(self, task: _Task) -> list[_Task]:
         node, ctx = task.node, task.ctx
@@ -700,6 +731,8 @@ class _Analysis:
         verdict = _Verdict()
         loose = [c for c in node.named_children if c.type not in ("command", "comment", "ERROR")]
         words = [w for w in _words(self.src, loose) if w.value is not None and w.value.strip()]
+        # A word glued to the line before it (``\n\\git``) is still the name ``git``.
+        words = [replace(w, value=w.value.lstrip()) if w.value else w for w in words]
         if words:
             verdict.absorb(self.judge(words, _NO_STDIN))
         verdict.flag("medium", "the shell parser could not read this part")
@@ -783,6 +816,16 @@ class _Analysis:
                 body = self.src.of(child)
         quoted = start is not None and any(q in start for q in "'\"\\")
         text = body or ""
+        # tree-sitter misreads a body that starts with a backslash (as words, body empty):
+        # the source between the start line and the end marker is the body, whatever it says.
+        start_node = next((c for c in redirect.children if c.type == "heredoc_start"), None)
+        end_node = next((c for c in redirect.children if c.type == "heredoc_end"), None)
+        if start_node is not None:
+            # No end marker: bash reads the body to the end of its input.
+            stop = end_node.start_byte if end_node is not None else len(self.src.text)
+            line_end = self.src.text.find("\n", start_node.end_byte)
+            if 0 <= line_end < stop:
+                text = self.src.slice(line_end + 1, stop)
         return _Stdin("heredoc", text, not quoted and ("$" in text or "`" in text))
 
     def _judge_redirects(self, verdict: _Verdict, redirects: list[Node]) -> None:
@@ -923,6 +966,8 @@ class _Analysis:
             why = "globbing or brace expansion" if word.value is not None else "an expansion"
             name = _short(word.raw)
             verdict.flag("high", f"the command name {name!r} comes from {why} at run time")
+            for arg in argv[index + 1 :]:
+                self.secret_word(verdict, arg)
             return verdict
         program = _basename(word.value)
         verdict.program = program
