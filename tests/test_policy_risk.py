@@ -97,3 +97,15 @@ async def test_git_status_asks_when_the_repository_config_sets_fsmonitor(
         "repository config sets core.fsmonitor: git status would run it" in r for r in reasons
     )
     assert not marker.exists()
+
+
+async def test_a_configured_secret_place_counts_for_commands_too(workspace: Path) -> None:
+    from tui.security.settings import SecuritySettings
+
+    (workspace / "prod.env").write_text("KEY=1\n")
+    settings = SecuritySettings(extra_forbidden_paths=[str(workspace / "prod.env")])
+    approver = ScriptedApprover(ApprovalAnswer.deny())
+    h = make_harness(workspace, settings=settings, approver=approver)
+    result = await h.call("run_shell", {"command": "cat prod.env"})
+    assert result.is_error and "denied" in result.text
+    assert approver.requests[0].risk == "high"

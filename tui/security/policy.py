@@ -141,6 +141,7 @@ class SecurityPolicy:
             if target_home is not None
             else (str(Path.home()) if local_paths else None),
             local=local_paths,
+            secrets=tuple(self.paths.forbidden),
         )
         self._env: dict[str, str] | None = None
         self._approval_lock = asyncio.Lock()

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Literal
 
 from tui.security.gitconfig import config_stamp
 from tui.security.risk_context import RiskContext, secret_path
+from tui.security.secrets import SECRET_PATHS
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
@@ -447,6 +448,10 @@ class _Analysis:
         self.segments: list[SegmentRisk] = []
         self.functions: set[str] = set()
         """Functions defined so far in this command: calling one runs its body."""
+
+    @property
+    def secret_places(self) -> tuple[str, ...]:
+        return self.context.secrets if self.context is not None else SECRET_PATHS
 
     def child(self, code: str) -> _Analysis:
         """An analysis of a string this command parses again, in the same place."""
@@ -945,7 +950,7 @@ class _Analysis:
         home = self.context.home if self.context is not None else None
         for candidate in (text, text.partition("=")[2]):
             if candidate and (candidate[0] in "/~$" or self.cwd):
-                place = secret_path(candidate, self.cwd, home)
+                place = secret_path(candidate, self.cwd, home, self.secret_places)
                 if place is not None:
                     verdict.secret(place)
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from tui.security.secrets import SECRET_PATHS, _pairs, secret_match
+from tui.security.secrets import SECRET_PATHS, expanded_patterns, secret_match
 
 __all__ = ["RiskContext", "secret_inside", "secret_path"]
 
@@ -32,6 +32,8 @@ class RiskContext:
     shell: Literal["bash", "zsh", "sh"] = "zsh"
     """The shell that runs the command. zsh is the cautious default: without
     ``interactive_comments`` it runs what bash would treat as a ``#`` comment."""
+    secrets: tuple[str, ...] = SECRET_PATHS
+    """The secret places (the policy's configured ``forbidden_paths``)."""
 
 
 _VARIABLE = re.compile(r"\$(\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*|[0-9$!#?*@-])")
@@ -53,15 +55,19 @@ def _absolute(path: str, cwd: str | None, home: str | None) -> str | None:
     return posixpath.normpath(path)
 
 
-def secret_path(path: str, cwd: str | None, home: str | None) -> str | None:
+def secret_path(
+    path: str, cwd: str | None, home: str | None, patterns: tuple[str, ...] = SECRET_PATHS
+) -> str | None:
     """The secret place ``path`` names (itself or inside it), or None."""
     absolute = _absolute(path, cwd, home)
     if absolute is None:
         return None
-    return secret_match(absolute, home=home)
+    return secret_match(absolute, patterns=patterns, home=home)
 
 
-def secret_inside(path: str, cwd: str | None, home: str | None) -> str | None:
+def secret_inside(
+    path: str, cwd: str | None, home: str | None, patterns: tuple[str, ...] = SECRET_PATHS
+) -> str | None:
     """A secret place a recursive read of ``path`` would reach, or None.
 
     A folder that contains ``~/.ssh`` (``~``, ``/home``, ``/``) hands the keys to ``grep -r``
@@ -70,14 +76,15 @@ def secret_inside(path: str, cwd: str | None, home: str | None) -> str | None:
     absolute = _absolute(path, cwd, home)
     if absolute is None:
         return None
-    found = secret_match(absolute, home=home)
+    found = secret_match(absolute, patterns=patterns, home=home)
     if found is not None:
         return found
     parts = tuple(part for part in absolute.split("/") if part)
-    for pattern, expanded in _pairs(SECRET_PATHS, home):
-        if len(parts) < len(expanded) and all(
-            part == want or "*" in part or fnmatch.fnmatchcase(part, want)
-            for part, want in zip(parts, expanded, strict=False)
-        ):
-            return pattern
+    for pattern in patterns:
+        for expanded in expanded_patterns((pattern,), home=home):
+            if len(parts) < len(expanded) and all(
+                part == want or "*" in part or fnmatch.fnmatchcase(part, want)
+                for part, want in zip(parts, expanded, strict=False)
+            ):
+                return pattern
     return None

@@ -412,7 +412,7 @@ def _recursive_read(call: _Call, *, always: bool = False) -> None:
         paths = paths[1:] if _option(call, "-e", "--regexp", "-f", "--file") is None else paths
         paths = paths or ["."]
     for path in paths:
-        place = secret_inside(path, call.analysis.cwd, home)
+        place = secret_inside(path, call.analysis.cwd, home, call.analysis.secret_places)
         if place is not None:
             call.verdict.secret(place)
 
@@ -442,7 +442,9 @@ def _rule_find_more(call: _Call) -> None:
             starts.append(word)
         home = call.analysis.context.home if call.analysis.context is not None else None
         for word in starts or [_r._word(".")]:
-            place = secret_inside(word.value or word.approx, call.analysis.cwd, home)
+            place = secret_inside(
+                word.value or word.approx, call.analysis.cwd, home, call.analysis.secret_places
+            )
             if place is not None:
                 call.verdict.secret(place)
 
