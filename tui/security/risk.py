@@ -960,6 +960,8 @@ class _Analysis:
         index, wrappers, env = _peel(argv, 0)
         for name, value in env:
             self.judge_env(verdict, name, value)
+        for word in argv[1:index]:  # a wrapper's own options read files too (xargs -a F)
+            self.secret_word(verdict, word)
         for wrapper in wrappers:
             risk, reason = _WRAPPER_RISK.get(wrapper, ("low", ""))
             verdict.flag(risk, reason.format(wrapper))

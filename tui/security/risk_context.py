@@ -9,12 +9,13 @@ worst it cannot check.
 from __future__ import annotations
 
 import fnmatch
+import os
 import posixpath
 import re
 from dataclasses import dataclass
 from typing import Literal
 
-from tui.security.secrets import SECRET_PATHS, expanded_patterns, secret_match
+from tui.security.secrets import SECRET_PATHS, expanded_patterns, secret_match, secret_regex
 
 __all__ = ["RiskContext", "secret_inside", "secret_path"]
 
@@ -62,7 +63,35 @@ def secret_path(
     absolute = _absolute(path, cwd, home)
     if absolute is None:
         return None
+    if _WILD.search(absolute):
+        return _wild_match(absolute, home, patterns)
+    # One regex scan rules most words out; the matcher then names the place.
+    if not secret_regex(patterns, home if home is not None else os.path.expanduser("~")).match(
+        absolute
+    ):
+        return None
     return secret_match(absolute, patterns=patterns, home=home)
+
+
+_WILD = re.compile(r"[*?\[{]")
+_BRACES = re.compile(r"\{[^}]*\}")
+
+
+def _wild_match(path: str, home: str | None, patterns: tuple[str, ...]) -> str | None:
+    """``cat ~/.s*/id_rsa``, ``cat ~/.{ssh,aws}/*``: a glob the shell may expand to a secret.
+
+    Each glob component is compared both ways (it may match the secret's name, and the
+    secret's own wildcards may match it); braces count as ``*``.
+    """
+    parts = tuple(part for part in _BRACES.sub("*", path).split("/") if part)
+    for pattern in patterns:
+        for expanded in expanded_patterns((pattern,), home=home):
+            if len(parts) >= len(expanded) and all(
+                fnmatch.fnmatchcase(want, part) or fnmatch.fnmatchcase(part, want)
+                for part, want in zip(parts, expanded, strict=False)
+            ):
+                return pattern
+    return None
 
 
 def secret_inside(

@@ -165,9 +165,18 @@ def _writes(call: _Call, word: _Word | None, verb: str) -> None:
 
 
 def _rule_xxd(call: _Call) -> None:
-    positionals = call.positionals()
-    if len(positionals) >= 2:
-        _writes(call, positionals[1], "xxd writes to")
+    files = []
+    args = call.args
+    index = 0
+    while index < len(args):
+        value = args[index].value or args[index].raw
+        if value in ("-c", "-g", "-l", "-n", "-o", "-s", "-cols", "-len", "-seek", "-name"):
+            index += 1  # the option's value
+        elif not value.startswith("-") or value == "-":
+            files.append(args[index])
+        index += 1
+    if len(files) >= 2:
+        _writes(call, files[1], "xxd writes to")
 
 
 def _rule_tree(call: _Call) -> None:
