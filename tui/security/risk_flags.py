@@ -51,7 +51,10 @@ KNOWN = (
     )
     | _TOOLCHAIN
 )
-READ_ONLY = _names("journalctl mapfile readarray enable complete compgen bind top htop")
+READ_ONLY = _names(
+    "journalctl mapfile readarray enable complete compgen bind top htop fd fdfind eza exa "
+    "pstree lsb_release break continue fg bg disown compopt let"
+)
 
 
 def _is_sensitive(name: str) -> bool:
@@ -387,6 +390,27 @@ def _rule_editor(call: _Call) -> None:
             call.flag("high", f"{call.program} runs code on start ({_r._short(command)})")
 
 
+def _rule_fd(call: _Call) -> None:
+    """fd's ``-x``/``-X`` run a command per match (like ``find -exec``)."""
+    for index, word in enumerate(call.args):
+        if word.value in ("-x", "--exec", "-X", "--exec-batch"):
+            call.sub_judge(call.args[index + 1 :], f"{call.program} {word.value} runs")
+            break
+    home = call.analysis.context.home if call.analysis.context is not None else None
+    positionals = [w.value or w.approx for w in call.positionals()]
+    for path in positionals[1:] or ["."]:
+        place = secret_inside(path, call.analysis.cwd, home, call.analysis.secret_places)
+        if place is not None and call.has_short("xX"):
+            call.verdict.secret(place)
+
+
+def _rule_let(call: _Call) -> None:
+    for word in call.args:
+        name = (word.value or word.raw).split("=", 1)[0].strip()
+        if "=" in (word.value or word.raw):
+            _assigns(call, name, "let")
+
+
 def _rule_toolchain(call: _Call) -> None:
     call.flag("low", f"{call.program} runs the project's own code (tests, builds, plugins)")
     call.ro = False
@@ -622,6 +646,9 @@ def register(rules: dict[str, _Rule], read_only: frozenset[str]) -> frozenset[st
         "ps": _rule_ps,
         "git": _rule_git_more,
         "cd": _rule_cd,
+        "fd": _rule_fd,
+        "fdfind": _rule_fd,
+        "let": _rule_let,
         "pushd": _rule_cd,
         "popd": _rule_cd,
     }
