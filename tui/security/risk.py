@@ -875,6 +875,7 @@ class _Analysis:
         upper = name.upper()
         if upper in ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES"):
             self.moved = True  # git now reads another repository's config
+            verdict.flag("medium", f"{name} points git at a repository whose config is not checked")
         if upper in _CODE_LOADING_VARS or upper.startswith("GIT_CONFIG"):
             verdict.flag("high", f"setting {name} can make programs load or run arbitrary code")
         elif upper in _COMMAND_VARS:
