@@ -559,7 +559,7 @@ class _Analysis:
         if kind in ("unset_command", "test_command"):
             self._emit_plain(node, "unset" if kind == "unset_command" else "[[")
             names = [self.src.of(c) for c in node.named_children]
-            why = _risk_flags.unset_risk(names) if kind == "unset_command" else None
+            why = _risk_shell.unset_risk(names) if kind == "unset_command" else None
             if why is not None:
                 verdict = _Verdict(program="unset")
                 verdict.flag("medium", why)
@@ -692,7 +692,7 @@ class _Analysis:
         if name is not None:
             ctx = replace(ctx, functions=ctx.functions | {self.src.of(name)})
             self.functions.add(self.src.of(name))
-            risk, reason = _risk_flags.function_risk(self.src.of(name))
+            risk, reason = _risk_shell.function_risk(self.src.of(name))
             verdict = _Verdict(program=self.src.of(name))
             verdict.flag(risk, reason)
             self.segments.append(verdict.segment(self.src.of(task.node)))
@@ -719,7 +719,7 @@ class _Analysis:
                 value = self.src.of(child)
                 if value.startswith("-") and "f" in value and keyword in ("export", "readonly"):
                     verdict.flag("medium", f"{keyword} -f hands shell functions to later commands")
-                elif _risk_flags._is_sensitive(value):
+                elif _risk_shell._is_sensitive(value):
                     why = f"{keyword} {value} changes a variable later commands use"
                     verdict.flag("medium", why)
         self.segments.append(verdict.segment(self.src.of(node)))
@@ -2857,6 +2857,7 @@ for _name, (_risk, _reason) in _WRAPPER_RISK.items():
 
 # Rules judged by what a flag, builtin or repository config can do (a module of their own).
 from tui.security import risk_flags as _risk_flags  # noqa: E402
+from tui.security import risk_shell as _risk_shell  # noqa: E402
 
 _READ_ONLY = _risk_flags.register(_RULES, _READ_ONLY)
 _KNOWN: frozenset[str] = frozenset(

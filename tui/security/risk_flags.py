@@ -5,17 +5,17 @@
 the shared shell for later (``printf -v PROMPT_COMMAND``, ``hash -p``, ``bind -x``), read
 secrets by recursing into a home folder (``grep -r x ~``) or run what a cloned repository's
 ``.git/config`` names (``git status`` with ``core.fsmonitor``). Each rule here looks at the
-flag, not the program's name. ``tui.security.risk`` registers them when it is imported.
+flag, not the program's name. The shell builtins live in ``risk_shell``, git in ``risk_git``;
+``register`` adds all of them when ``tui.security.risk`` is imported.
 """
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tui.security import risk as _r
-from tui.security.gitconfig import hazards_for, repo_config
+from tui.security import risk_git, risk_shell
 from tui.security.risk_context import secret_inside
 
 if TYPE_CHECKING:
@@ -27,14 +27,6 @@ _Rule = Callable[["_Call"], None]
 def _names(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
-
-SENSITIVE_VARS = _names(
-    "PS0 PS1 PS2 PS3 PS4 PROMPT PROMPT2 PROMPT3 PROMPT4 RPROMPT RPS1 RPS2 SPROMPT "
-    "PROMPT_COMMAND BASH_ENV ENV ZDOTDIR FPATH PATH IFS HISTFILE PRECMD_FUNCTIONS "
-    "PREEXEC_FUNCTIONS CHPWD_FUNCTIONS PERIODIC_FUNCTIONS ZSHADDHISTORY_FUNCTIONS "
-    "ZSHEXIT_FUNCTIONS CDPATH MANPATH"
-)
-"""Shell variables whose value later commands run, load or are found through."""
 
 _TOOLCHAIN = _names(
     "pytest py.test tox nox mvn gradle gradlew javac java gcc g++ cc c++ clang clang++ rustc "
@@ -55,16 +47,6 @@ READ_ONLY = _names(
     "journalctl mapfile readarray enable complete compgen bind top htop fd fdfind eza exa "
     "pstree lsb_release break continue fg bg disown compopt let"
 )
-
-
-def _is_sensitive(name: str) -> bool:
-    upper = name.upper()
-    return (
-        upper in SENSITIVE_VARS
-        or upper in _r._CODE_LOADING_VARS
-        or upper in _r._COMMAND_VARS
-        or upper.startswith(("LD_", "DYLD_", "GIT_"))
-    )
 
 
 def _runs_program(call: _Call, word: _Word | None, label: str) -> None:
@@ -218,159 +200,6 @@ def _rule_journalctl(call: _Call) -> None:
         call.flag("medium", "journalctl deletes, rotates or moves journal files")
 
 
-# -- class 3: builtins that change the shared shell for later --------------------------------
-
-
-def _assigns(call: _Call, name: str | None, how: str) -> None:
-    if name and _is_sensitive(name):
-        call.flag("high", f"{how} sets {name}, which later commands run or are found through")
-
-
-def _rule_printf(call: _Call) -> None:
-    word = _option(call, "-v")
-    if word is not None:
-        _assigns(call, word.value or word.raw, "printf -v")
-
-
-def _rule_read(call: _Call) -> None:
-    args = call.args
-    index = 0
-    names: list[str] = []
-    with_arg = set("dnOsuCc") if call.key in ("mapfile", "readarray") else set("adinNptu")
-    while index < len(args):
-        value = args[index].value or args[index].raw
-        if value == "--":
-            names += [a.value or a.raw for a in args[index + 1 :]]
-            break
-        if value.startswith("-") and len(value) > 1:
-            letters = value[1:]
-            for position, letter in enumerate(letters):
-                if letter in with_arg:
-                    rest = letters[position + 1 :]
-                    argument = rest or (
-                        (args[index + 1].value or "") if index + 1 < len(args) else ""
-                    )
-                    if letter == "a":
-                        names.append(argument)
-                    if not rest:
-                        index += 1
-                    break
-        else:
-            names.append(value)
-        index += 1
-    if call.key in ("mapfile", "readarray"):
-        names = names[-1:]
-    for name in names:
-        _assigns(call, name, call.program)
-
-
-def _rule_hash(call: _Call) -> None:
-    word = _option(call, "-p")
-    if word is not None:
-        call.flag("high", f"hash -p makes a command name run {_r._short(word.raw)} from now on")
-
-
-def _rule_declare(call: _Call) -> None:
-    """``command export PROMPT_COMMAND=…``: a declaration reached through a wrapper."""
-    for word in call.positionals():
-        value = word.value if word.value is not None else word.approx
-        name, eq, rest = value.partition("=")
-        if eq:
-            call.analysis.judge_env(call.verdict, name, _r._word(rest))
-        elif _is_sensitive(name):
-            call.flag("medium", f"{call.program} {name} changes a variable later commands use")
-    if call.key in ("export", "readonly") and call.has_short("f"):
-        call.flag("medium", f"{call.program} -f hands shell functions to later commands")
-
-
-def _rule_alias_more(call: _Call) -> None:
-    for word in call.positionals():
-        name, eq, _ = (word.value or word.raw).partition("=")
-        if not eq:
-            continue
-        if name in _r._KNOWN and name not in ("ll", "la", "l"):
-            call.flag("high", f"alias {name} replaces the {name} command in this shell")
-
-
-def _rule_trap_more(call: _Call) -> None:
-    if not call.ro:
-        call.flag("medium", "trap leaves shell code in this shell to run later")
-
-
-def _rule_enable(call: _Call) -> None:
-    if call.has_short("f"):
-        call.flag("high", "enable -f loads a shared library into the shell")
-    elif call.has_short("nd") and call.positionals():
-        call.flag("medium", "enable -n switches builtins off, so other programs run instead")
-
-
-def _rule_complete(call: _Call) -> None:
-    command = _option(call, "-C")
-    if command is not None:
-        call.code([command], f"{call.program} -C runs a command for completions", "medium")
-    if call.key == "complete" and not call.has_short("pr") and call.args:
-        call.flag("medium", "complete changes this shell's completion, which can run functions")
-        call.ro = False
-
-
-def _rule_bind(call: _Call) -> None:
-    command = _option(call, "-x")
-    if command is not None:
-        body = (command.value or command.approx).split(":", 1)[-1].strip().strip("\"'")
-        call.code([_r._word(body)], "bind -x runs a command on a key press", "medium")
-    elif call.positionals() or call.has_short("fmrux"):
-        call.flag("medium", "bind changes what keys type or run in this shell")
-        call.ro = False
-
-
-def _rule_set(call: _Call) -> None:
-    values = call.values()
-    if not values or values[0] == "--" or values in (["-o"], ["+o"]):
-        return
-    if values[0].startswith(("-", "+")):
-        reason = f"{call.program} {values[0]} changes how this shell runs later commands"
-        call.flag("medium", reason)
-        call.ro = False
-
-
-def _rule_shopt(call: _Call) -> None:
-    if call.has_short("su") and call.positionals():
-        call.flag("medium", "shopt changes how this shell runs later commands")
-        call.ro = False
-
-
-def _rule_setopt(call: _Call) -> None:
-    if call.args:
-        call.flag("medium", f"{call.program} changes how this shell runs later commands")
-    else:
-        call.ro = True
-
-
-def _rule_umask(call: _Call) -> None:
-    if call.positionals():
-        call.flag("medium", "umask changes the permissions of every file created later")
-        call.ro = False
-
-
-def _rule_cd(call: _Call) -> None:
-    """Later relative paths and git's repository follow a ``cd``; follow it when literal."""
-    analysis = call.analysis
-    analysis.moved = True
-    positionals = call.positionals()
-    target = positionals[0].value if positionals else "~"
-    home = analysis.context.home if analysis.context is not None else None
-    if target is None or call.key != "cd":
-        analysis.cwd = None
-    elif target in ("~", "") or target.startswith("~/"):
-        analysis.cwd = (home + target[1:]) if home else None
-    elif target.startswith("/"):
-        analysis.cwd = posixpath.normpath(target)
-    elif analysis.cwd is not None and target != "-":
-        analysis.cwd = posixpath.normpath(posixpath.join(analysis.cwd, target))
-    else:
-        analysis.cwd = None
-
-
 def _rule_editor(call: _Call) -> None:
     """Editors write files and run shell commands (``vim -c '!cmd'``): never read-only."""
     call.flag("medium", f"{call.program} edits files and can run shell commands")
@@ -404,34 +233,9 @@ def _rule_fd(call: _Call) -> None:
             call.verdict.secret(place)
 
 
-def _rule_let(call: _Call) -> None:
-    for word in call.args:
-        name = (word.value or word.raw).split("=", 1)[0].strip()
-        if "=" in (word.value or word.raw):
-            _assigns(call, name, "let")
-
-
 def _rule_toolchain(call: _Call) -> None:
     call.flag("low", f"{call.program} runs the project's own code (tests, builds, plugins)")
     call.ro = False
-
-
-def unset_risk(names: list[str]) -> str | None:
-    """Why ``unset NAME`` changes later commands (``unset PATH``), or None."""
-    for name in names:
-        if _is_sensitive(name):
-            return f"unset {name} changes how later commands are found or run"
-    return None
-
-
-def function_risk(name: str) -> tuple[str, str]:
-    """The label and reason for defining a shell function called ``name``."""
-    hooks = ("precmd", "preexec", "chpwd", "periodic", "zshexit", "zshaddhistory")
-    if name in _r._KNOWN or name in hooks or name.startswith("TRAP"):
-        return "high", f"defining {name}() replaces what {name} does in this shell from now on"
-    if name == "command_not_found_handle":
-        return "high", "command_not_found_handle runs for every mistyped command"
-    return "medium", f"the shell function {name} stays defined in this shell"
 
 
 # -- class 5: secrets read by recursion or through another process ---------------------------
@@ -494,96 +298,6 @@ def _rule_ps(call: _Call) -> None:
             call.verdict.secret("/proc/*/environ")
 
 
-# -- classes 4 and 8: git config and history -------------------------------------------------
-
-
-def _rule_git_more(call: _Call) -> None:
-    args = call.args
-    index = 0
-    elsewhere = False
-    while index < len(args):
-        value = args[index].value
-        if value is None:
-            break
-        if value in ("-C", "--git-dir", "--work-tree", "-c", "--namespace", "--config-env"):
-            elsewhere = elsewhere or value not in ("-c", "--config-env")
-            index += 2
-            continue
-        if value.startswith(("--git-dir=", "--work-tree=")):
-            elsewhere = True
-        if not value.startswith("-"):
-            break
-        index += 1
-    if index >= len(args) or args[index].value is None:
-        return
-    name = args[index].value or ""
-    sub = _r._Call(call.analysis, call.verdict, "git", "git", args[index + 1 :], call.stdin)
-    _history(sub, name)
-    if sub.has_long("--ext-diff"):
-        call.flag("medium", f"git {name} --ext-diff runs the external diff program configured")
-    if name == "archive" and _option(sub, "-o", "--output") is not None:
-        call.flag("medium", "git archive -o writes a file")
-    _repository(call, name, elsewhere)
-
-
-def _history(sub: _Call, name: str) -> None:
-    first = next(iter(sub.positional_values()), None)
-    if name == "push" and (
-        sub.has_short("fd")
-        or sub.has_long(
-            "--force",
-            "--force-with-lease",
-            "--force-if-includes",
-            "--mirror",
-            "--delete",
-            "--prune",
-        )
-        or any(v.startswith(("+", ":")) or ":+" in v for v in sub.positional_values())
-        or any(v.startswith("+") or v.startswith(":") for v in sub.positional_values()[1:])
-    ):
-        sub.flag("high", "git push overwrites or deletes remote branches (history is lost)")
-    elif name == "reset" and sub.has_long("--hard", "--merge", "--keep"):
-        sub.flag("high", "git reset --hard discards uncommitted work for good")
-    elif name == "checkout" and ("--" in sub.values() or "." in sub.positional_values()):
-        sub.flag("medium", "git checkout -- overwrites uncommitted changes")
-    elif name == "branch" and (sub.has_short("D") or (sub.has_short("d") and sub.has_short("f"))):
-        sub.flag("high", "git branch -D deletes a branch even when it is not merged")
-    elif name == "stash" and first in ("drop", "clear", "pop"):
-        sub.flag("high" if first != "pop" else "medium", f"git stash {first} discards stashed work")
-    elif name == "reflog" and first in ("expire", "delete"):
-        sub.flag("high", f"git reflog {first} removes the record that lets lost commits be found")
-    elif name == "gc" and any(v.startswith("--prune") for v in sub.values()):
-        sub.flag("high", "git gc --prune deletes unreachable commits for good")
-    elif name in ("filter-branch", "filter-repo", "replace"):
-        sub.flag("high", f"git {name} rewrites history")
-    elif name == "update-ref" and sub.has_short("d"):
-        sub.flag("medium", "git update-ref -d deletes a ref")
-
-
-def _repository(call: _Call, name: str, elsewhere: bool) -> None:
-    """Judge the repository's own config: ``core.fsmonitor`` turns ``git status`` into a run."""
-    context = call.analysis.context
-    if context is None or not context.local or not call.analysis.cwd or elsewhere:
-        why = "not checked"
-    elif call.analysis.moved:
-        why = "not checked (the command changes directory first)"
-    else:
-        config = repo_config(call.analysis.cwd)
-        if config is None:
-            return
-        for hazard in hazards_for(config, name):
-            call.flag(
-                "high",
-                f"repository config sets {hazard.key}: git {name} would run it "
-                f"({_r._short(hazard.source)})",
-            )
-        if config.checked:
-            return
-        why = "not fully checked (an include could not be read)"
-    call.flag("medium", f"repository config {why}: git {name} may run programs it names")
-    call.ro = False
-
-
 def _chain(*rules: _Rule | None) -> _Rule:
     present = [rule for rule in rules if rule is not None]
 
@@ -617,45 +331,21 @@ def register(rules: dict[str, _Rule], read_only: frozenset[str]) -> frozenset[st
         "script": _rule_script,
         "history": _rule_history,
         "journalctl": _rule_journalctl,
-        "printf": _rule_printf,
-        "read": _rule_read,
-        "mapfile": _rule_read,
-        "readarray": _rule_read,
-        "hash": _rule_hash,
-        "declare": _rule_declare,
-        "typeset": _rule_declare,
-        "export": _rule_declare,
-        "local": _rule_declare,
-        "readonly": _rule_declare,
-        "alias": _rule_alias_more,
-        "trap": _rule_trap_more,
-        "enable": _rule_enable,
-        "complete": _rule_complete,
-        "compgen": _rule_complete,
-        "bind": _rule_bind,
-        "set": _rule_set,
-        "shopt": _rule_shopt,
-        "setopt": _rule_setopt,
-        "unsetopt": _rule_setopt,
-        "umask": _rule_umask,
         "grep": _rule_grep,
         "cp": _rule_copy_more,
         "scp": _rule_copy_more,
         "rsync": _rule_copy_more,
         "find": _rule_find_more,
         "ps": _rule_ps,
-        "git": _rule_git_more,
-        "cd": _rule_cd,
         "fd": _rule_fd,
         "fdfind": _rule_fd,
-        "let": _rule_let,
-        "pushd": _rule_cd,
-        "popd": _rule_cd,
     }
     for name in _TOOLCHAIN:
         extra[name] = _rule_toolchain
     for name in _EDITORS:
         extra[name] = _rule_editor
+    extra.update(risk_shell.RULES)
+    extra["git"] = risk_git.rule_git
     for name, rule in extra.items():
         rules[name] = _chain(rules.get(name), rule)
     return read_only | READ_ONLY
