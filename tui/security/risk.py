@@ -879,13 +879,22 @@ class _Analysis:
         if upper in _CODE_LOADING_VARS or upper.startswith("GIT_CONFIG"):
             verdict.flag("high", f"setting {name} can make programs load or run arbitrary code")
         elif upper in _COMMAND_VARS:
-            neutral = value.value is not None and value.value.strip() in ("", "cat", "less", "more")
+            words = (value.value or "").split()
+            neutral = value.value is not None and (
+                not words
+                or (words[0] in ("cat", "less", "more") and all(w[0] == "-" for w in words[1:]))
+            )
             floor: Risk = "high" if upper.startswith("GIT_") and not neutral else "low"
             if value.value is None:
                 why = f"{name} names a command chosen at run time"
                 verdict.flag(max_risk("medium", floor), why)
             elif value.value.strip():
                 self.nested(verdict, value.value, f"{name} is run as a command", floor)
+        elif upper in ("HISTFILE", "SAVEHIST_FILE"):
+            # The shell writes every later command line there: ~/.ssh/authorized_keys, say.
+            _judge_write_target(
+                verdict, value, f"{name} makes the shell write history to", redirect=True
+            )
         elif upper in _PATH_VARS:
             verdict.flag("medium", f"changing {name} changes which programs or libraries run")
 
