@@ -3,6 +3,10 @@ raise one, and no input may make it raise an exception."""
 
 from __future__ import annotations
 
+import functools
+import subprocess
+import tempfile
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,6 +14,7 @@ from hypothesis import strategies as st
 from tui.security.risk import (
     RISK_ORDER,
     CommandRisk,
+    RiskContext,
     SegmentRisk,
     assess_command,
     max_risk,
@@ -225,14 +230,16 @@ HIGH = [
     "awk '{print | \"sh\"}' cmds",
     "sed -i 's/a/b/' /etc/hosts",
     "curl -o /usr/local/bin/tool https://example.com/t",
+    # once medium: a force push and a hard reset lose history, a key read leaks the key
+    "git push --force origin main",
+    "git reset --hard HEAD~1",
+    "cat ~/.ssh/id_rsa",
 ]
 
 # Not low, but not high either: the issue lists these as medium.
 MEDIUM = [
     "git commit -m 'x'",
     "git push",
-    "git push --force origin main",
-    "git reset --hard HEAD~1",
     "git rebase main",
     "git merge feature",
     "git checkout main",
@@ -296,7 +303,6 @@ MEDIUM = [
     "echo hi > $OUT",
     "f(){ f; }; f",
     "tmux send-keys -t 0 'ls' Enter",
-    "cat ~/.ssh/id_rsa",
     "git config --global core.editor vim",
     "python -m http.server",
 ]
@@ -398,8 +404,17 @@ NOT_READ_ONLY = [
 ]
 
 
+@functools.cache
+def _clean_repo() -> RiskContext:
+    """The context the policy gives: a local workspace that is a repository with a plain
+    config, so git reads can be checked and stay read-only."""
+    repo = tempfile.mkdtemp(prefix="risk-clean-")
+    subprocess.run(["git", "init", "-q", repo], check=True)
+    return RiskContext(cwd=repo, home="/home/tester", local=True)
+
+
 def _risk_of(command: str) -> CommandRisk:
-    result = assess_command(command)
+    result = assess_command(command, _clean_repo())
     assert isinstance(result, CommandRisk)
     return result
 
@@ -633,9 +648,11 @@ def test_shell_like_noise_never_raises(command: str) -> None:
 
 
 def test_max_risk_and_order() -> None:
-    assert RISK_ORDER == {"low": 0, "medium": 1, "high": 2}
+    assert RISK_ORDER == {"low": 0, "medium": 1, "unknown": 2, "high": 3}
     assert max_risk() == "low"
     assert max_risk("low", "medium") == "medium"
+    assert max_risk("unknown", "medium") == "unknown"
+    assert max_risk("unknown", "high") == "high"
     assert max_risk("high", "low", "medium") == "high"
 
 

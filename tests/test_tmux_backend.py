@@ -91,6 +91,18 @@ async def test_exit_codes_and_output_between_markers(make_backend: MakeBackend, 
     assert tabs.stdout == "a\tb\n"
 
 
+@pytest.mark.skipif(not shutil.which("zsh"), reason="no zsh")
+async def test_zsh_reads_a_hash_as_a_comment_as_bash_does(make_backend: MakeBackend) -> None:
+    """The rater reads ``# ; x`` as a comment; a zsh pane must too, even after a command
+    switched ``interactive_comments`` off."""
+    backend = make_backend(shell="zsh -f")
+    result = await backend.run("echo hi # ; echo INJECTED", timeout=DEADLINE)
+    assert result.stdout == "hi\n"
+    await backend.run("unsetopt interactive_comments", timeout=DEADLINE)
+    again = await backend.run("echo hi # ; echo INJECTED", timeout=DEADLINE)
+    assert again.stdout == "hi\n"
+
+
 async def test_output_never_contains_the_typed_command(make_backend: MakeBackend) -> None:
     backend = make_backend()
     result = await backend.run("echo 'typed-text'  |  tr a-z A-Z", timeout=DEADLINE)

@@ -110,7 +110,7 @@ class RiskSegmentView(BaseModel):
     """One segment of a compound command as the approval modal shows it."""
 
     text: str
-    risk: Literal["low", "medium", "high"]
+    risk: Literal["low", "medium", "unknown", "high"]
     reasons: list[str] = Field(default_factory=list)
 
 
@@ -123,7 +123,7 @@ class ApprovalRequested(Event):
     tool_name: str
     arguments: dict[str, Any]
     command: str | None = None
-    risk: Literal["low", "medium", "high"] | None = None
+    risk: Literal["low", "medium", "unknown", "high"] | None = None
     segments: list[RiskSegmentView] = Field(default_factory=list)
     claimed_risk: str | None = None
     why: str | None = None

@@ -30,7 +30,14 @@ from tui.security.hosts import HostPolicy
 from tui.security.paths import ALLOW_SETTING, Checked, PathGuard
 from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.ratelimit import RateLimiter
-from tui.security.risk import RISK_ORDER, CommandRisk, Risk, assess_command, max_risk
+from tui.security.risk import (
+    RISK_ORDER,
+    CommandRisk,
+    Risk,
+    RiskContext,
+    assess_command,
+    max_risk,
+)
 from tui.security.rules import Rule, covers_all, first_match, parse_rules
 from tui.security.settings import SecuritySettings
 from tui.security.trust import control_file
@@ -127,6 +134,15 @@ class SecurityPolicy:
         self.rate_limiter = RateLimiter(self.settings.max_actions_per_hour)
         self.hosts = HostPolicy.from_lists(self.settings.allowed_hosts, self.settings.blocked_hosts)
         self.on_event = on_event
+        # Commands start in the workspace; a local one's git config can be read to check.
+        self.risk_context = RiskContext(
+            cwd=str(self.paths.workspace),
+            home=target_home
+            if target_home is not None
+            else (str(Path.home()) if local_paths else None),
+            local=local_paths,
+            secrets=tuple(self.paths.forbidden),
+        )
         self._env: dict[str, str] | None = None
         self._approval_lock = asyncio.Lock()
 
@@ -172,7 +188,8 @@ class SecurityPolicy:
         needed = access.permission
         if risk is not None:
             effective = max_risk(risk.risk, _claimed(access.claimed_risk))
-            if effective == "high":
+            if effective in ("high", "unknown"):
+                # An unknown program could do anything: it needs what "high" needs.
                 needed = max(needed, PermissionMode.DANGER_FULL_ACCESS)
             elif not risk.read_only or effective != "low":
                 needed = max(needed, PermissionMode.WORKSPACE_WRITE)
@@ -202,7 +219,7 @@ class SecurityPolicy:
         if access.command is not None:
             if "\x00" in access.command:
                 raise PermissionDenied("the command contains a NUL byte")
-            risk = assess_command(access.command)
+            risk = assess_command(access.command, self.risk_context)
             self._check_command_lists(tool, access.command, risk)
         needed = self.required_permission(access, risk, paths)
         if needed > self.ceiling:
@@ -264,6 +281,10 @@ class SecurityPolicy:
             return Verdict.ALLOW, "grant"
         if first_match(self.ask_rules, tool, subjects) is not None:
             return Verdict.ASK, "rule"
+        if risk is not None and risk.reads_secret:
+            # A secret read is never let through by a mode, not even full-auto: only a rule or
+            # grant that covers it, or the person, once they have seen which secret it reads.
+            return Verdict.ASK, "mode"
         mode = self.approval_mode
         if needed == PermissionMode.READ_ONLY or mode is ApprovalMode.FULL_AUTO:
             return Verdict.ALLOW, "mode"

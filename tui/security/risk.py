@@ -28,6 +28,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
+from tui.security.gitconfig import config_stamp
+from tui.security.risk_context import RiskContext, secret_path
+from tui.security.secrets import SECRET_PATHS
+
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
@@ -35,14 +39,17 @@ __all__ = [
     "RISK_ORDER",
     "CommandRisk",
     "Risk",
+    "RiskContext",
     "SegmentRisk",
     "assess_command",
     "max_risk",
 ]
 
-Risk = Literal["low", "medium", "high"]
+Risk = Literal["low", "medium", "unknown", "high"]
+"""``unknown``: a program this module has no rule for. It is never read-only and needs the
+same permission as ``high``: a name we do not know could do anything."""
 
-RISK_ORDER: dict[Risk, int] = {"low": 0, "medium": 1, "high": 2}
+RISK_ORDER: dict[Risk, int] = {"low": 0, "medium": 1, "unknown": 2, "high": 3}
 
 
 def max_risk(*risks: Risk) -> Risk:
@@ -67,6 +74,8 @@ class SegmentRisk:
     """True only for a known read-only command with no writing redirections."""
     program: str | None
     """The command name after env assignments and wrappers such as sudo are stripped."""
+    secrets: tuple[str, ...] = ()
+    """The secret places (``SECRET_PATHS`` entries) this segment reads."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +89,11 @@ class CommandRisk:
     parse_error: str | None
     """Set when the shell parser found syntax errors; the risk is then at least "medium"."""
 
+    @property
+    def reads_secret(self) -> bool:
+        """Any segment reads a secret: no approval mode may let this run unasked."""
+        return any(s.secrets for s in self.segments)
+
 
 MAX_PARSED_BYTES = 32 * 1024
 """Longer command lines are not parsed. The C parser slows steeply on broken syntax (20 KB of
@@ -87,19 +101,28 @@ dangling pipes takes 0.7 s, 400 KB exhausted memory in a test), and no one reads
 command in an approval prompt anyway."""
 
 
-@functools.lru_cache(maxsize=1024)
-def assess_command(command: str) -> CommandRisk:
-    """Judge ``command``; never raises, because a crashing security check helps nobody.
+def assess_command(command: str, context: RiskContext | None = None) -> CommandRisk:
+    """Judge ``command`` as run in ``context``; never raises, because a crashing security
+    check helps nobody.
 
-    Cached: the verdict is a pure function of the text (and immutable), agents repeat
-    commands, and the policy judges each call twice (once to plan, once to run).
+    Cached: the verdict is a pure function of the text, the context and — for commands that
+    mention git — the repository config's files and mtimes, so an edited ``.git/config`` is
+    judged afresh. Agents repeat commands, and the policy judges each call twice.
     """
+    stamp = None
+    if context is not None and context.local and context.cwd and "git" in command:
+        stamp = config_stamp(context.cwd)
+    return _assess_cached(command, context, stamp)
+
+
+@functools.lru_cache(maxsize=1024)
+def _assess_cached(command: str, context: RiskContext | None, stamp: object) -> CommandRisk:
     if len(command) > MAX_PARSED_BYTES:
         reason = f"the command is {len(command)} characters long, too long to judge, so it is high"
         segment = SegmentRisk(command, "high", (reason,), read_only=False, program=None)
         return CommandRisk(command, (segment,), "high", read_only=False, parse_error=reason)
     try:
-        segments, parse_error = _Analysis(command, depth=0).run()
+        segments, parse_error = _Analysis(command, depth=0, context=context).run()
     except Exception as exc:  # fail closed: an unjudgeable command is a dangerous one
         reason = f"the risk check failed on this command ({type(exc).__name__}), so it is high"
         segment = SegmentRisk(command, "high", (reason,), read_only=False, program=None)
@@ -336,6 +359,13 @@ class _Verdict:
     reasons: list[str] = field(default_factory=list)
     read_only: bool = False
     program: str | None = None
+    secrets: list[str] = field(default_factory=list)
+
+    def secret(self, place: str) -> None:
+        """A read of a secret place: high, and named so the policy never lets it through."""
+        self.flag("high", f"reads a secret: {place}")
+        if place not in self.secrets:
+            self.secrets.append(place)
 
     def flag(self, risk: Risk, reason: str) -> None:
         self.risk = max_risk(self.risk, risk)
@@ -349,10 +379,14 @@ class _Verdict:
             self.flag("low", reason)
         self.risk = max_risk(self.risk, other.risk)
         self.read_only = self.read_only and other.read_only
+        for place in other.secrets:
+            self.secret(place)
 
     def segment(self, text: str) -> SegmentRisk:
         read_only = self.read_only and self.risk == "low"
-        return SegmentRisk(text, self.risk, tuple(self.reasons), read_only, self.program)
+        return SegmentRisk(
+            text, self.risk, tuple(self.reasons), read_only, self.program, tuple(self.secrets)
+        )
 
 
 @dataclass(frozen=True)
@@ -392,6 +426,8 @@ class _Task:
 
 
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+_GLUED_NEWLINE = re.compile(r"(?<!\\)(?:\\\\)*\n")
+"""A newline in an unquoted word that no backslash escapes: a command boundary."""
 _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
 _SKIP = frozenset({"comment", "heredoc_start", "heredoc_end", "heredoc_content"})
 
@@ -399,12 +435,29 @@ _SKIP = frozenset({"comment", "heredoc_start", "heredoc_end", "heredoc_content"}
 class _Analysis:
     """Walks one parse tree (iteratively: deep nesting must not blow the Python stack)."""
 
-    def __init__(self, text: str, depth: int) -> None:
+    def __init__(self, text: str, depth: int, context: RiskContext | None = None) -> None:
         self.depth = depth
+        self.context = context
+        self.cwd = context.cwd if context is not None else None
+        """Where relative paths point; None after a ``cd`` this check cannot follow."""
+        self.moved = False
+        """A ``cd`` (or the like) ran earlier in the command: git's repository may differ."""
+        self.zsh_reading = False
+        """This is the second reading of a command with comments, as zsh would run it."""
         self.src = _Source(text)
         self.segments: list[SegmentRisk] = []
         self.functions: set[str] = set()
         """Functions defined so far in this command: calling one runs its body."""
+
+    @property
+    def secret_places(self) -> tuple[str, ...]:
+        return self.context.secrets if self.context is not None else SECRET_PATHS
+
+    def child(self, code: str) -> _Analysis:
+        """An analysis of a string this command parses again, in the same place."""
+        inner = _Analysis(code, self.depth + 1, self.context)
+        inner.cwd, inner.moved = self.cwd, self.moved
+        return inner
 
     def run(self) -> tuple[list[SegmentRisk], str | None]:
         if not self.src.data.strip():
@@ -421,10 +474,64 @@ class _Analysis:
             self._missing_segments(root)
         if b"\x00" in self.src.data:
             error = "the command contains NUL bytes" + (f"; {error}" if error else "")
+        if error is not None:
+            # What the parser could not read may still name a secret: any word of it counts.
+            verdict = _Verdict()
+            for token in re.split(r"[\s()<>;|&`\"'=]+", self.src.text):
+                self.secret_word(verdict, _word(token))
+            if verdict.secrets:
+                self.segments.append(verdict.segment(self.src.text))
         if error is not None and max_risk(*(s.risk for s in self.segments)) == "low":
             reason = f"the shell parser could not read it: {error}"
             self.segments.append(SegmentRisk(self.src.text, "medium", (reason,), False, None))
+        if self.context is None or self.context.shell == "zsh":
+            self._comments_as_code(root)
         return self.segments, error
+
+    def _comments_as_code(self, root: Node) -> None:
+        """zsh without ``interactive_comments`` reads ``# ; rm -rf x`` as code, not a comment.
+
+        We cannot vouch for every zsh pane, so the command is judged a second time with each
+        comment's ``#`` escaped (what such a zsh does) and the worse reading counts.
+        """
+        comments = []
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if node.type == "comment":
+                comments.append(node)
+            elif node.type != "heredoc_body":
+                stack.extend(node.children)
+        if not comments:
+            return
+        text = self.src.text
+        for node in sorted(comments, key=lambda n: n.start_byte, reverse=True):
+            text = text[: node.start_byte] + "\\" + text[node.start_byte :]
+        bash = replace(self.context or RiskContext(), shell="bash")
+        inner = _Analysis(text, self.depth + 1, bash)
+        inner.zsh_reading = True
+        segments, _ = inner.run()
+        worst = max_risk(*(s.risk for s in segments)) if segments else "low"
+        now = max_risk(*(s.risk for s in self.segments)) if self.segments else "low"
+        secrets = {p for s in segments for p in s.secrets} - {
+            p for s in self.segments for p in s.secrets
+        }
+        writes = not all(s.read_only for s in segments)
+        if RISK_ORDER[worst] <= RISK_ORDER[now] and not secrets and not writes:
+            return
+        reasons = ["in a zsh without interactive_comments, the text after # runs as code"]
+        reasons += [r for s in segments if s.risk == worst for r in s.reasons]
+        start = min(n.start_byte for n in comments)
+        self.segments.append(
+            SegmentRisk(
+                self.src.slice(start, len(self.src.text)),
+                worst,
+                tuple(dict.fromkeys(reasons)),
+                False,
+                None,
+                tuple(sorted(secrets)),
+            )
+        )
 
     # -- dispatch ----------------------------------------------------------------------------
 
@@ -451,6 +558,12 @@ class _Analysis:
                 return tasks
         if kind in ("unset_command", "test_command"):
             self._emit_plain(node, "unset" if kind == "unset_command" else "[[")
+            names = [self.src.of(c) for c in node.named_children]
+            why = _risk_shell.unset_risk(names) if kind == "unset_command" else None
+            if why is not None:
+                verdict = _Verdict(program="unset")
+                verdict.flag("medium", why)
+                self.segments[-1] = verdict.segment(self.src.of(node))
         elif kind == "ERROR":
             self._error(task)
         if task.redirects:
@@ -492,6 +605,7 @@ class _Analysis:
             elif child.type != "comment":
                 parts.append(child)
         redirects.extend(task.redirects)
+        parts = self._split_glued_line(parts, node)
         words = [w for w in _words(self.src, parts) if w.raw or w.value]
         verdict = _Verdict(read_only=True)
         for assignment in env:
@@ -510,6 +624,27 @@ class _Analysis:
         inner_ctx = _Ctx(functions=ctx.functions)
         nested = [_Task(child, inner_ctx, inner=True) for child in node.named_children]
         return nested + [_Task(r, inner_ctx) for r in task.redirects]
+
+    def _split_glued_line(self, parts: list[Node], node: Node) -> list[Node]:
+        """tree-sitter glues ``ls<newline>\\rm -rf /`` into one command (a word that starts
+        with a newline and a backslash); bash runs two. Judge the second line on its own."""
+        for child in parts:
+            if child.type not in ("word", "concatenation"):
+                continue
+            match = _GLUED_NEWLINE.search(self.src.of(child))
+            if match is None:
+                continue
+            cut = child.start_byte + match.start()
+            inner = self.child(self.src.slice(cut + 1, node.end_byte))
+            inner.depth = self.depth
+            segments, error = inner.run()
+            self.segments.extend(segments)
+            if error is not None:
+                reason = f"the shell parser could not read it: {error}"
+                text = self.src.slice(cut + 1, node.end_byte)
+                self.segments.append(SegmentRisk(text, "medium", (reason,), False, None))
+            return [p for p in parts if p.end_byte <= cut]
+        return parts
 
     def _redirected(self, task: _Task) -> list[_Task]:
         node, ctx = task.node, task.ctx
@@ -557,6 +692,10 @@ class _Analysis:
         if name is not None:
             ctx = replace(ctx, functions=ctx.functions | {self.src.of(name)})
             self.functions.add(self.src.of(name))
+            risk, reason = _risk_shell.function_risk(self.src.of(name))
+            verdict = _Verdict(program=self.src.of(name))
+            verdict.flag(risk, reason)
+            self.segments.append(verdict.segment(self.src.of(task.node)))
         return self._children(task.node, ctx)
 
     def _assignments(self, task: _Task) -> list[_Task]:
@@ -576,6 +715,13 @@ class _Analysis:
         for child in node.named_children:
             if child.type == "variable_assignment":
                 self._judge_assignment(verdict, child)
+            elif child.type in ("word", "variable_name"):
+                value = self.src.of(child)
+                if value.startswith("-") and "f" in value and keyword in ("export", "readonly"):
+                    verdict.flag("medium", f"{keyword} -f hands shell functions to later commands")
+                elif _risk_shell._is_sensitive(value):
+                    why = f"{keyword} {value} changes a variable later commands use"
+                    verdict.flag("medium", why)
         self.segments.append(verdict.segment(self.src.of(node)))
         inner_ctx = _Ctx(functions=task.ctx.functions)
         return [_Task(child, inner_ctx, inner=True) for child in node.named_children]
@@ -590,6 +736,8 @@ class _Analysis:
         verdict = _Verdict()
         loose = [c for c in node.named_children if c.type not in ("command", "comment", "ERROR")]
         words = [w for w in _words(self.src, loose) if w.value is not None and w.value.strip()]
+        # A word glued to the line before it (``\n\\git``) is still the name ``git``.
+        words = [replace(w, value=w.value.lstrip()) if w.value else w for w in words]
         if words:
             verdict.absorb(self.judge(words, _NO_STDIN))
         verdict.flag("medium", "the shell parser could not read this part")
@@ -673,6 +821,16 @@ class _Analysis:
                 body = self.src.of(child)
         quoted = start is not None and any(q in start for q in "'\"\\")
         text = body or ""
+        # tree-sitter misreads a body that starts with a backslash (as words, body empty):
+        # the source between the start line and the end marker is the body, whatever it says.
+        start_node = next((c for c in redirect.children if c.type == "heredoc_start"), None)
+        end_node = next((c for c in redirect.children if c.type == "heredoc_end"), None)
+        if start_node is not None:
+            # No end marker: bash reads the body to the end of its input.
+            stop = end_node.start_byte if end_node is not None else len(self.src.text)
+            line_end = self.src.text.find("\n", start_node.end_byte)
+            if 0 <= line_end < stop:
+                text = self.src.slice(line_end + 1, stop)
         return _Stdin("heredoc", text, not quoted and ("$" in text or "`" in text))
 
     def _judge_redirects(self, verdict: _Verdict, redirects: list[Node]) -> None:
@@ -688,6 +846,7 @@ class _Analysis:
             if target is None:
                 continue
             if operator == "<":
+                self.secret_word(verdict, _make_word(self.src, target))
                 source = _literal(self.src, target)
                 if source is not None and _CREDENTIALS.search(source):
                     verdict.flag("medium", f"reads credentials ({_short(source)})")
@@ -714,13 +873,28 @@ class _Analysis:
     def judge_env(self, verdict: _Verdict, name: str, value: _Word) -> None:
         """Some variables make the next program load or run code of the setter's choosing."""
         upper = name.upper()
+        if upper in ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES"):
+            self.moved = True  # git now reads another repository's config
+            verdict.flag("medium", f"{name} points git at a repository whose config is not checked")
         if upper in _CODE_LOADING_VARS or upper.startswith("GIT_CONFIG"):
             verdict.flag("high", f"setting {name} can make programs load or run arbitrary code")
         elif upper in _COMMAND_VARS:
+            words = (value.value or "").split()
+            neutral = value.value is not None and (
+                not words
+                or (words[0] in ("cat", "less", "more") and all(w[0] == "-" for w in words[1:]))
+            )
+            floor: Risk = "high" if upper.startswith("GIT_") and not neutral else "low"
             if value.value is None:
-                verdict.flag("medium", f"{name} names a command chosen at run time")
+                why = f"{name} names a command chosen at run time"
+                verdict.flag(max_risk("medium", floor), why)
             elif value.value.strip():
-                self.nested(verdict, value.value, f"{name} is run as a command", "low")
+                self.nested(verdict, value.value, f"{name} is run as a command", floor)
+        elif upper in ("HISTFILE", "SAVEHIST_FILE"):
+            # The shell writes every later command line there: ~/.ssh/authorized_keys, say.
+            _judge_write_target(
+                verdict, value, f"{name} makes the shell write history to", redirect=True
+            )
         elif upper in _PATH_VARS:
             verdict.flag("medium", f"changing {name} changes which programs or libraries run")
 
@@ -733,12 +907,14 @@ class _Analysis:
         if self.depth >= _MAX_NESTING:
             verdict.flag("high", f"{label}, nested too deeply to check")
             return
-        segments, error = _Analysis(code, self.depth + 1).run()
+        segments, error = self.child(code).run()
         verdict.flag(floor, label if announce else "")
         for segment in segments:
             for reason in segment.reasons:
                 verdict.flag(segment.risk, reason)
             verdict.flag(segment.risk, "")
+            for place in segment.secrets:
+                verdict.secret(place)
             if not segment.read_only:
                 verdict.read_only = False
         if error is not None:
@@ -778,12 +954,24 @@ class _Analysis:
 
     # -- the judge ---------------------------------------------------------------------------
 
+    def secret_word(self, verdict: _Verdict, word: _Word) -> None:
+        """A word naming a secret place (``~/.ssh/id_rsa``, ``if=/proc/1/environ``)."""
+        text = word.value if word.value is not None else word.approx
+        home = self.context.home if self.context is not None else None
+        for candidate in (text, text.partition("=")[2]):
+            if candidate and (candidate[0] in "/~$" or self.cwd):
+                place = secret_path(candidate, self.cwd, home, self.secret_places)
+                if place is not None:
+                    verdict.secret(place)
+
     def judge(self, argv: list[_Word], stdin: _Stdin) -> _Verdict:
         """Rate one argv: wrappers first, then the rule for the program they run."""
         verdict = _Verdict(read_only=True)
         index, wrappers, env = _peel(argv, 0)
         for name, value in env:
             self.judge_env(verdict, name, value)
+        for word in argv[1:index]:  # a wrapper's own options read files too (xargs -a F)
+            self.secret_word(verdict, word)
         for wrapper in wrappers:
             risk, reason = _WRAPPER_RISK.get(wrapper, ("low", ""))
             verdict.flag(risk, reason.format(wrapper))
@@ -795,13 +983,17 @@ class _Analysis:
             why = "globbing or brace expansion" if word.value is not None else "an expansion"
             name = _short(word.raw)
             verdict.flag("high", f"the command name {name!r} comes from {why} at run time")
+            for arg in argv[index + 1 :]:
+                self.secret_word(verdict, arg)
             return verdict
         program = _basename(word.value)
         verdict.program = program
         for arg in argv[index + 1 :]:
             if arg.value is not None and _CREDENTIALS.search(arg.value):
                 verdict.flag("medium", f"touches credentials ({_short(arg.value)})")
+            self.secret_word(verdict, arg)
         call = _Call(self, verdict, _key(word.value), program, argv[index + 1 :], stdin)
+        call.program_word = word.value
         _apply_rules(call)
         return verdict
 
@@ -1194,6 +1386,8 @@ class _Call:
     stdin: _Stdin
     ro: bool = False
     """Is the program, as called, one that only reads? Rules refine the list's default."""
+    program_word: str = ""
+    """The program as written (``./ls``, ``/usr/bin/ls``), for where it comes from."""
 
     def values(self) -> list[str]:
         return [a.value if a.value is not None else a.raw for a in self.args]
@@ -1348,6 +1542,8 @@ _CODE_LOADING_VARS = _names(
     "LD_PRELOAD LD_AUDIT LD_LIBRARY_PATH DYLD_INSERT_LIBRARIES DYLD_LIBRARY_PATH BASH_ENV ENV "
     "PROMPT_COMMAND SHELLOPTS BASHOPTS PS4 NODE_OPTIONS PYTHONSTARTUP PYTHONPATH PERL5OPT "
     "PERL5LIB RUBYOPT RUBYLIB JAVA_TOOL_OPTIONS IFS GIT_EXEC_PATH GIT_TEMPLATE_DIR "
+    "PS0 PS1 PS2 PS3 PROMPT RPROMPT RPS1 SPROMPT ZDOTDIR FPATH PRECMD_FUNCTIONS "
+    "PREEXEC_FUNCTIONS CHPWD_FUNCTIONS PERIODIC_FUNCTIONS ZSHADDHISTORY_FUNCTIONS "
     "GIT_CONFIG_GLOBAL GIT_CONFIG_SYSTEM GIT_CONFIG_PARAMETERS"
 )
 _COMMAND_VARS = _names(
@@ -1361,7 +1557,7 @@ _PATH_VARS = _names("PATH MANPATH CDPATH")
 def _apply_rules(call: _Call) -> None:
     """The dispatch: the program's table entry and specific rule, then read-only-ness."""
     key = call.key
-    call.ro = key in _READ_ONLY
+    call.ro = key in _READ_ONLY or (key == "#" and call.analysis.zsh_reading)
     simple = _SIMPLE.get(key)
     if simple is not None:
         call.flag(*simple)
@@ -1371,8 +1567,23 @@ def _apply_rules(call: _Call) -> None:
     rule = _RULES.get(key)
     if rule is not None:
         rule(call)
+    if call.program in call.analysis.functions:
+        pass  # a function defined in this command: its body was judged where it was defined
+    elif key not in _KNOWN or _unvetted_path(call.program_word):
+        where = "" if key in _KNOWN else ", so what it does is unknown"
+        call.flag("unknown", f"{call.program_word} is not a program this check knows{where}")
+        call.ro = False
     if not call.ro:
         call.verdict.read_only = False
+
+
+_SYSTEM_BIN = re.compile(r"^/(usr/(local/)?)?s?bin/|^/opt/homebrew/bin/|^/bin/")
+
+
+def _unvetted_path(name: str) -> bool:
+    """``./ls`` is the repository's own ``ls``, not the system's: any file outside the system
+    program folders may be anything, whatever its name."""
+    return "/" in name and not _SYSTEM_BIN.match(name)
 
 
 # -- files -----------------------------------------------------------------------------------
@@ -1798,6 +2009,13 @@ def _substituted_script(call: _Call, word: _Word, what: str) -> bool:
     return True
 
 
+def _unread_script(call: _Call, word: _Word) -> None:
+    """``python x.py``, ``bash x.sh``: a program whose text this check never sees."""
+    what = _short(word.raw)
+    call.flag("low", f"{call.program} runs {what}, a script this check does not read")
+    call.not_read_only()
+
+
 _INFO_FLAGS = _names("--version --help -V -h -version -help")
 
 
@@ -1839,7 +2057,8 @@ def _rule_shell(call: _Call) -> None:
     if reads_stdin or not rest or rest[0].value in ("-", "/dev/stdin"):
         _stdin_code(call, "shell", shell=True)
         return
-    _substituted_script(call, rest[0], "shell script")
+    if not _substituted_script(call, rest[0], "shell script"):
+        _unread_script(call, rest[0])
 
 
 @dataclass(frozen=True)
@@ -1930,8 +2149,8 @@ def _rule_interpreter(call: _Call) -> None:
     rest = args[index:]
     if not rest or rest[0].value in ("-", "/dev/stdin"):
         _stdin_code(call, lang.name, shell=False)
-    else:
-        _substituted_script(call, rest[0], f"{lang.name} program")
+    elif not _substituted_script(call, rest[0], f"{lang.name} program"):
+        _unread_script(call, rest[0])
 
 
 def _rule_bun(call: _Call) -> None:
@@ -1971,8 +2190,8 @@ def _rule_source(call: _Call) -> None:
         return
     if positionals[0].value in ("/dev/stdin", "-"):
         _stdin_code(call, "shell", shell=True)
-    else:
-        _substituted_script(call, positionals[0], "shell script")
+    elif not _substituted_script(call, positionals[0], "shell script"):
+        _unread_script(call, positionals[0])
 
 
 def _rule_watch(call: _Call) -> None:
@@ -2644,3 +2863,13 @@ for _name in _names("zip 7z 7za rar unrar"):
 for _name, (_risk, _reason) in _WRAPPER_RISK.items():
     if _risk == "high":
         _KEY_RISK[_name] = _risk
+
+# Rules judged by what a flag, builtin or repository config can do (a module of their own).
+from tui.security import risk_flags as _risk_flags  # noqa: E402
+from tui.security import risk_shell as _risk_shell  # noqa: E402
+
+_READ_ONLY = _risk_flags.register(_RULES, _READ_ONLY)
+_KNOWN: frozenset[str] = frozenset(
+    {*_READ_ONLY, *_SIMPLE, *_RULES, *_WRAPPERS, *_risk_flags.KNOWN, "#"}
+)
+"""Every program name some table or rule speaks for; any other name is "unknown"."""

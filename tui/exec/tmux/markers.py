@@ -101,9 +101,13 @@ def bootstrap_line(kind: ShellKind, nonce: str, *, clear: bool = False) -> str:
     elif kind is ShellKind.ZSH:
         # The marker line already ends every command's output with a newline, so zsh's
         # PROMPT_SP (a reverse-video % and a line of spaces) would only pollute the output.
+        # interactive_comments: without it zsh runs ``echo hi # ; rm -rf x`` as two commands,
+        # where bash (and the risk rater) see one and a comment. Set again before every
+        # prompt, so a command that unsets it cannot make the next one mean something else.
         body = (
             "__atui_g=1; __atui_i=0; "
-            f"__atui_p() {{ local e=$?; __atui_i=$((__atui_i+1)); {end}; return $e; }}; "
+            "__atui_p() { local e=$?; setopt interactive_comments; "
+            f"__atui_i=$((__atui_i+1)); {end}; return $e; }}; "
             f"__atui_go() {{ {go}; }}; "
             "unsetopt prompt_sp; precmd_functions=(__atui_p $precmd_functions); "
             "preexec_functions=(__atui_go $preexec_functions)"
@@ -116,7 +120,8 @@ def bootstrap_line(kind: ShellKind, nonce: str, *, clear: bool = False) -> str:
             "PS1='${__atui_e}[8m__ATUI_${__atui_n}_$((__atui_i+=1))_$?__${__atui_e}[0m"
             '${__atui_l}\'"$PS1"'
         )
-    line = f' __atui_n={nonce}; if [ -z "${{__atui_g-}}" ]; then {body}; fi'
+    setup = "setopt interactive_comments; " if kind is ShellKind.ZSH else ""
+    line = f' __atui_n={nonce}; {setup}if [ -z "${{__atui_g-}}" ]; then {body}; fi'
     if clear:
         line += f"; {_CLEAR}"
     if kind is ShellKind.BASH:

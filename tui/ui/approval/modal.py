@@ -28,7 +28,7 @@ from tui.events import ApprovalRequested
 from tui.locations import styles_dir
 from tui.security.approval import ApprovalAnswer, ApprovalDecision
 
-RISK_ORDER = {"low": 0, "medium": 1, "high": 2}
+RISK_ORDER = {"low": 0, "medium": 1, "unknown": 2, "high": 3}
 ANSWER_ACTIONS = frozenset({"allow_once", "allow_always", "deny", "deny_message"})
 
 
@@ -138,7 +138,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     def _risk_style(self, risk: str | None) -> Style:
         if risk == "high":
             return Style.parse(f"bold {self._color('error', 'red')}")
-        if risk == "medium":
+        if risk in ("medium", "unknown"):
             return Style.parse(f"bold {self._color('warning', 'yellow')}")
         return Style.parse(self._color("success", "green"))
 

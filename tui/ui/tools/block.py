@@ -44,7 +44,12 @@ ICONS: dict[str, str] = {
     "denied": "⊘",
     "cancelled": "■",
 }
-RISK_STYLE = {"low": "$success", "medium": "$warning", "high": "bold $error"}
+RISK_STYLE = {
+    "low": "$success",
+    "medium": "$warning",
+    "unknown": "bold $warning",
+    "high": "bold $error",
+}
 
 
 @dataclass
