@@ -43,6 +43,11 @@ def app_in(workspace: Path, server: ScriptedServer, monkeypatch: pytest.MonkeyPa
     return make_app(workspace, args, cursor_blink=False, history_path=None)
 
 
+def asking(app: AgentApp) -> bool:
+    """The trust screen is up and composed."""
+    return isinstance(app.screen, TrustScreen) and bool(app.screen.query("#trust-changes"))
+
+
 def notices(app: AgentApp) -> str:
     return " ".join(str(w.render()) for w in app.chat.query("NoticeLine"))
 
@@ -52,7 +57,7 @@ async def test_the_trust_screen_comes_first_and_refusing_is_the_default(
 ) -> None:
     app = app_in(workspace, server, monkeypatch)
     async with app.run_test(size=(80, 24)) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, TrustScreen), "the trust screen")
+        await until(pilot, lambda: asking(app), "the trust screen")
         assert app._session is None  # nothing is built before the person answers
         shown = str(app.screen.query_one("#trust-changes").render())
         assert "hooks.pre_tool_use" in shown and "approval.mode" in shown
@@ -69,7 +74,7 @@ async def test_trusting_at_start_records_it_and_applies_the_settings(
 ) -> None:
     app = app_in(workspace, server, monkeypatch)
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, TrustScreen), "the trust screen")
+        await until(pilot, lambda: asking(app), "the trust screen")
         await pilot.press("t")
         await app.session_ready.wait()
         assert app.session.policy.approval_mode is ApprovalMode.FULL_AUTO
@@ -82,12 +87,12 @@ async def test_slash_trust_asks_again_and_restarts_the_session_trusted(
 ) -> None:
     app = app_in(workspace, server, monkeypatch)
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, TrustScreen), "the trust screen")
+        await until(pilot, lambda: asking(app), "the trust screen")
         await pilot.press("n")
         await app.session_ready.wait()
         first = app.session
         await send(pilot, app, "/trust")
-        await until(pilot, lambda: isinstance(app.screen, TrustScreen), "the screen again")
+        await until(pilot, lambda: asking(app), "the screen again")
         await pilot.press("t")
         await until(pilot, lambda: app.session is not first, "the session under trust")
         assert app.session.policy.approval_mode is ApprovalMode.FULL_AUTO
