@@ -197,7 +197,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         """One row per segment: number, computed risk, the text with its reasons under it."""
         table = Table.grid(padding=(0, 1), expand=True)
         table.add_column(justify="right", style="dim", no_wrap=True)
-        table.add_column(no_wrap=True, width=6)
+        table.add_column(no_wrap=True, width=7)
         table.add_column(ratio=1)
         for number, segment in enumerate(self.request.segments, 1):
             cell = Text(segment.text.strip())
