@@ -65,6 +65,17 @@ def peek(cli: Cli) -> Path:
     return out
 
 
+def allow_direct_reads(cli: Cli) -> None:
+    """The person allows the direct reads in their own config: secret reads always ask
+    otherwise, and this test is about what such a read finds once it runs."""
+    config = Path(cli.env["AGENT_TUI_CONFIG_DIR"])
+    config.mkdir(exist_ok=True)
+    rules = ["run_shell(cat /proc/$PPID/environ)", "run_shell(tr:*)", "run_shell(env)"]
+    (config / "config.toml").write_text(
+        f"[security]\nallow = {json.dumps(rules)}\n", encoding="utf-8"
+    )
+
+
 def environ_of(pid: int) -> bytes:
     return Path(f"/proc/{pid}/environ").read_bytes()
 
@@ -109,6 +120,7 @@ def test_a_command_cannot_read_the_key_from_the_agent(
         ]
     )
 
+    allow_direct_reads(cli)
     seen, stderr = run_peeking(cli, server, peek)
 
     # The test's own look, while the agent was alive: the right process, and no key in it.
@@ -120,7 +132,8 @@ def test_a_command_cannot_read_the_key_from_the_agent(
     for found in (parent, (peek / "env").read_bytes(), *(r.encode() for r in tool_results(server))):
         assert key.encode() not in found
         assert anthropic_key.encode() not in found
-    assert len(set(tool_results(server))) == 2  # both commands ran
+    assert len(set(tool_results(server))) == 2
+    assert all("PATH=" in result for result in tool_results(server))  # both commands ran
     assert "warning" not in stderr
     assert_auth_carried(server, key)
 
@@ -152,6 +165,7 @@ def test_the_tmux_server_and_its_panes_never_see_the_key(
         ]
     )
 
+    allow_direct_reads(cli)
     seen, _ = run_peeking(cli, server, peek, "--tmux")
 
     assert b"AGENT_TUI_TMUX__SOCKET_NAME=" in seen and key.encode() not in seen
