@@ -300,3 +300,17 @@ def test_help_says_how_to_find_the_agents_shell() -> None:
 
     text = build_parser().format_help()
     assert "/pane" in text and "tmux attach command" in " ".join(text.split())
+
+
+async def test_the_persons_own_tmux_pane_is_named(socket_name: str, tmp_path: Path) -> None:
+    from tests.tmux_helpers import tmux
+    from tui.exec.tmux.usertmux import user_pane
+
+    await tmux(socket_name, "-f", "/dev/null", "new-session", "-d", "-s", "mine", "cat")
+    fields = await tmux(
+        socket_name, "display-message", "-p", "-t", "=mine:", "#{socket_path} #{pane_id}"
+    )
+    socket_path, pane = fields.split()
+    line = await user_pane({"TMUX": f"{socket_path},1,0", "TMUX_PANE": pane})
+    assert line is not None and line.startswith(f"you are in tmux pane {pane} (session mine,")
+    assert await user_pane({}) is None
