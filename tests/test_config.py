@@ -73,7 +73,7 @@ def test_defaults_with_no_files(ws: Path) -> None:
     assert s.agent.max_turns == 50 and s.agent.strategy == "parallel"
     assert s.approval.mode is ApprovalMode.ASK and s.approval.timeout is None
     assert s.security.permission_ceiling is PermissionMode.DANGER_FULL_ACCESS
-    assert s.tmux.session == "agent" and s.ssh.connect_timeout == 10
+    assert s.tmux.session is None and s.ssh.connect_timeout == 10
     assert s.hooks.pre_tool_use == [] and s.tools.enabled("run_shell")
     assert loaded.sources == []
     assert loaded.user_config_path == config_dir() / "config.toml"

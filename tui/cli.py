@@ -33,6 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agent-tui",
         description="A terminal agent whose every tool call you can watch, approve and take over.",
+        epilog="The agent's commands run in a tmux session of its own (atui-WORKSPACE-ID), "
+        "closed when it quits unless kept: /pane in the app prints the tmux attach command "
+        "for the agent's shell, /pane keep keeps it for the next start here.",
     )
     parser.add_argument("--version", action="version", version=f"agent-tui {__version__}")
     parser.add_argument("-p", "--prompt", help="run headless with this prompt (- reads stdin)")

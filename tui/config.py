@@ -302,8 +302,12 @@ class TmuxSettings(BaseModel):
 
     socket_name: str | None = None
     """A private tmux socket (``tmux -L``); unset uses a per-user agent-tui socket."""
-    session: str = "agent"
-    """The tmux session name the agent's windows go in."""
+    session: str | None = None
+    """A fixed session name, shared by every instance that uses it; unset gives each app
+    instance and headless run its own session, named after the workspace (``atui-NAME-ID``)."""
+    keep_session: bool = False
+    """Keep the instance's session after quitting (as ``/pane keep`` does); the next start in
+    the same workspace re-attaches it."""
     max_sessions: int = Field(default=8, ge=1)
     """Sessions the agent may keep open at once."""
     max_panes: int = Field(default=16, ge=1)

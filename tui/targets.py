@@ -15,6 +15,9 @@ from tui.exec.backend import BackendError, ExecutionBackend
 from tui.exec.local import LocalBackend
 from tui.security.environment import reduced_environment
 
+OWNER = "agent-tui"
+"""The owner tag on the tmux sessions the app and headless runs create."""
+
 
 @dataclass
 class TargetChoice:
@@ -75,22 +78,35 @@ async def open_target(
         use_tmux = interactive and await _has_tmux(host)
     if not use_tmux:
         return Target(host, workspace, local_paths, home)
+    from tui.exec.tmux import lifecycle
     from tui.exec.tmux.backend import TmuxBackend
 
     tmux = settings.tmux
+    socket_name = tmux.socket_name or "agent-tui"
+    # The panes' shells live on past any one command: give them the reduced environment,
+    # never this process's own (API keys must not reach the shared shell).
+    env = reduced_environment(settings.security.env_allowlist, settings.security.env_passthrough)
+    place = lifecycle.Place(host, socket_name, env=env)
+    # Its own session per instance and run, unless the person named one to share.
+    chosen = await lifecycle.choose_session(
+        place, owner=OWNER, workspace=str(workspace), fixed=tmux.session
+    )
     backend = TmuxBackend(
         host,
-        socket_name=tmux.socket_name or "agent-tui",
-        session=tmux.session,
+        socket_name=socket_name,
+        session=chosen.name,
+        owner=OWNER,
         history_limit=tmux.history_limit,
         default_cwd=str(workspace),
-        # The panes' shells live on past any one command: give them the reduced environment,
-        # never this process's own (API keys must not reach the shared shell).
-        env=reduced_environment(settings.security.env_allowlist, settings.security.env_passthrough),
+        env=env,
         max_sessions=tmux.max_sessions,
         max_panes=tmux.max_panes,
+        workspace=str(workspace),
+        own_session=not tmux.session,
+        keep_session=tmux.keep_session,
     )
-    notices = await backend.start()
+    notices = [chosen.notice] if chosen.notice else []
+    notices += await backend.start()
     return Target(backend, workspace, local_paths, home, notices)
 
 

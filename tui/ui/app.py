@@ -735,13 +735,21 @@ class AgentApp(App[int]):
     def _slash_grants(self, argument: str) -> None:
         self.action_grants()
 
-    def _slash_pane(self, argument: str) -> None:
+    async def _slash_pane(self, argument: str) -> None:
+        from tui.ui import pane_info
+
+        word = argument.strip()
+        if word in ("keep", "close"):
+            self.chat.add_notice(await pane_info.set_kept(self.session.backend, word == "keep"))
+            return
         self.mirror.display = True
-        if argument:
-            self._select_pane(argument if argument.startswith("%") else f"%{argument}")
+        if word:
+            self._select_pane(word if word.startswith("%") else f"%{word}")
         known = ", ".join(sorted(self.frames)) or "none yet"
         target = self.pane_target or "none"
-        self.chat.add_notice(f"mirrored pane: {target} (panes seen: {known})")
+        lines = [f"mirrored pane: {target} (panes seen: {known})"]
+        lines += await pane_info.pane_lines(self.session.backend)
+        self.chat.add_notice("\n".join(lines))
 
     async def switch_session(self, resume: str | None) -> None:
         """``/clear`` (a new session) or ``/resume ID``, on the same backend."""

@@ -36,7 +36,12 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("sessions", "/sessions", "pick a saved session of this workspace to resume"),
     SlashCommand("resume", "/resume ID", "resume a saved session by id"),
     SlashCommand("grants", "/grants", "list what is allowed always, and revoke it"),
-    SlashCommand("pane", "/pane [PANE_ID]", "show the mirrored tmux pane, or pick another"),
+    SlashCommand(
+        "pane",
+        "/pane [PANE_ID | keep | close]",
+        "the agent's tmux session and its attach command; mirror another pane; keep the "
+        "session after quitting, or not",
+    ),
     SlashCommand(
         "mcp", "/mcp [restart NAME | trust]", "MCP servers and OpenAPI specs: state, restart, trust"
     ),

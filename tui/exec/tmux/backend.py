@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from tui.exec.backend import BackendError, ChunkSink, ExecResult, ExecutionBackend
 from tui.exec.local import LocalBackend
-from tui.exec.tmux import orphans
+from tui.exec.tmux import lifecycle, orphans
 from tui.exec.tmux.control import ControlClient, ControlClosed, Reply, TmuxCommandError, quote
 from tui.exec.tmux.guard import check_shared_shell
 from tui.exec.tmux.markers import (
@@ -188,6 +188,10 @@ class TmuxBackend(ExecutionBackend):
         config: ``tmux -f`` file for a server we start (None: tmux's usual ~/.tmux.conf).
         max_sessions, max_panes: Limits on what the tools may create (default included).
         width, height: Size of sessions we create while nobody is attached.
+        workspace: The workspace's real path, tagged on the session (``lifecycle``).
+        own_session: The session is this instance's own: ``close`` kills it (and the
+            sessions the tools created) unless it is kept.
+        keep_session: Mark the session kept from the start (``[tmux] keep_session``).
     """
 
     SUPPORTS_TMUX = True
@@ -208,6 +212,9 @@ class TmuxBackend(ExecutionBackend):
         max_panes: int = 16,
         width: int = 200,
         height: int = 50,
+        workspace: str | None = None,
+        own_session: bool = False,
+        keep_session: bool = False,
     ) -> None:
         if not host.SUPPORTS_SPAWN:
             raise BackendError(f"{host.actor} cannot host tmux: it cannot start processes")
@@ -224,6 +231,11 @@ class TmuxBackend(ExecutionBackend):
         self.max_panes = max_panes
         self.width = width
         self.height = height
+        self.workspace = workspace
+        self.own_session = own_session
+        self.keep_session = keep_session
+        self.created_sessions: set[str] = set()
+        """Sessions the tools created here: closed with ours unless ours is kept."""
         self.default_pane: str | None = None
         self.last_pane: str | None = None
         self._clients: dict[str, ControlClient] = {}
@@ -255,10 +267,22 @@ class TmuxBackend(ExecutionBackend):
 
     def tmux_argv(self, *args: str) -> list[str]:
         """A ``tmux`` command line on our socket, never nested in the person's own tmux."""
-        argv = ["env", "-u", "TMUX", "-u", "TMUX_PANE", "tmux", "-L", self.socket_name]
-        if self.config:
-            argv += ["-f", self.config]
-        return [*argv, *args]
+        return self.place.argv(*args)
+
+    @property
+    def place(self) -> lifecycle.Place:
+        return lifecycle.Place(self.host, self.socket_name, self.config, self._spawn_env())
+
+    def attach_command(self) -> str:
+        """What a person types in another terminal to watch or join the agent's session."""
+        return lifecycle.attach_command(self.place, self.default_session)
+
+    async def set_kept(self, kept: bool) -> None:
+        """Keep the session after quit (re-attached at the next start here), or not."""
+        await lifecycle.set_kept(await self._primary(), self.default_session, kept)
+
+    async def is_kept(self) -> bool:
+        return await lifecycle.is_kept(await self._primary(), self.default_session)
 
     # -- files go to the host, never through a pane -----------------------------------------
 
@@ -671,6 +695,10 @@ class TmuxBackend(ExecutionBackend):
             if self.env is None and env is not None:
                 self.env = dict(env)
             client, created, why = await self._connect(self.default_session, create=True)
+            if self.own_session:
+                await lifecycle.tag_session(
+                    client, self.default_session, workspace=self.workspace, kept=self.keep_session
+                )
             if created:
                 pane_id = await setup_new_session(
                     client,
@@ -1063,6 +1091,7 @@ class TmuxBackend(ExecutionBackend):
         )
         await self._setup_pane(pane_id, session, created=True)
         self._mark_used(pane_id)
+        self.created_sessions.add(session)
         return session, pane_id
 
     async def kill_session(self, name: str) -> str:
@@ -1194,9 +1223,19 @@ class TmuxBackend(ExecutionBackend):
     # -- shutdown -------------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Detach our control clients; sessions stay for the person (kill the server to end)."""
+        """Close our own session unless kept (``own_session``); detach our control clients."""
         if self._check_task is not None:
             self._check_task.cancel()
+        if self.own_session and self._started_once:
+            try:
+                await lifecycle.end_sessions(
+                    self.place,
+                    self.owner,
+                    [self.default_session, *sorted(self.created_sessions)],
+                    client=self._clients.get(self.default_session),
+                )
+            except (BackendError, OSError) as error:
+                log.warning("could not close tmux session %s: %s", self.default_session, error)
         clients = list(self._clients.values())
         self._clients.clear()
         for client in clients:
