@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,14 +80,22 @@ def environ_of(pid: int) -> bytes:
     return Path(f"/proc/{pid}/environ").read_bytes()
 
 
-def run_peeking(cli: Cli, server: ServerProcess, peek: Path, *extra: str) -> tuple[bytes, str]:
+def run_peeking(
+    cli: Cli,
+    server: ServerProcess,
+    peek: Path,
+    *extra: str,
+    during: Callable[[], None] = lambda: None,
+) -> tuple[bytes, str]:
     """Run the agent while the peek script holds its command open; returns what the test read
-    from ``/proc/<agent pid>/environ`` then, and the agent's stderr once it finished."""
+    from ``/proc/<agent pid>/environ`` then, and the agent's stderr once it finished.
+    ``during`` looks at anything else that lives only while the agent runs."""
     process = cli.start(*headless(server, "look around", "--approval-mode", "full-auto"), *extra)
     try:
         wait_for(lambda: (peek / "ready").exists() or process.poll() is not None, "the peek")
         assert process.poll() is None, process.communicate()[1]
         seen = environ_of(process.pid)
+        during()
         with (peek / "go").open("w") as go:
             go.write("go\n")
         _, stderr = process.communicate(timeout=30)
@@ -166,14 +174,24 @@ def test_the_tmux_server_and_its_panes_never_see_the_key(
     )
 
     allow_direct_reads(cli)
-    seen, _ = run_peeking(cli, server, peek, "--tmux")
+    server_side: dict[str, Any] = {}
+
+    def look_at_the_tmux_server() -> None:
+        # The run's own session (and with it the server) is gone once the run ends.
+        pid = int(tmux(tmux_socket, "display-message", "-p", "#{pid}"))
+        server_side.update(
+            pid=pid,
+            environ=environ_of(pid),
+            global_env=tmux(tmux_socket, "show-environment", "-g").encode(),
+        )
+
+    seen, _ = run_peeking(cli, server, peek, "--tmux", during=look_at_the_tmux_server)
 
     assert b"AGENT_TUI_TMUX__SOCKET_NAME=" in seen and key.encode() not in seen
-    tmux_pid = int(tmux(tmux_socket, "display-message", "-p", "#{pid}"))
-    assert int((peek / "ppid").read_text()) == tmux_pid  # the pane shell's parent
+    assert int((peek / "ppid").read_text()) == server_side["pid"]  # the pane shell's parent
     for found in (
-        environ_of(tmux_pid),
-        tmux(tmux_socket, "show-environment", "-g").encode(),
+        server_side["environ"],
+        server_side["global_env"],
         (peek / "parent-environ").read_bytes(),
         (peek / "env").read_bytes(),
         *(r.encode() for r in tool_results(server)),
