@@ -25,6 +25,7 @@ from typing import Any
 from tui.exec.backend import ExecutionBackend
 from tui.exec.local import LocalBackend
 from tui.exec.tmux.control import ControlClient, TmuxCommandError, quote
+from tui.exec.tmux.libtmux_loader import load_libtmux
 from tui.exec.tmux.naming import fresh_session_name
 from tui.exec.tmux.sessions import OWNER_OPTION
 
@@ -73,8 +74,7 @@ class Place:
 
     def server(self) -> Any:
         """A libtmux ``Server`` on the socket (this machine only; calls block)."""
-        import libtmux
-
+        libtmux = load_libtmux()
         return libtmux.Server(socket_path=self.socket_path(), config_file=self.config)
 
 

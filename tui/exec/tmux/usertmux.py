@@ -10,14 +10,15 @@ import asyncio
 import os
 from collections.abc import Mapping
 
+from tui.exec.tmux.libtmux_loader import load_libtmux
+
 
 def _describe(environ: Mapping[str, str]) -> str | None:
     tmux, pane = environ.get("TMUX", ""), environ.get("TMUX_PANE", "")
     socket_path = tmux.split(",", 1)[0]
     if not socket_path or not pane:
         return None
-    import libtmux
-
+    libtmux = load_libtmux()
     server = libtmux.Server(socket_path=socket_path)
     fmt = "#{pane_id}\t#{session_name}\t#{window_index}\t#{pane_index}"
     result = server.cmd("display-message", "-p", "-t", pane, fmt)
