@@ -67,6 +67,8 @@ class ToolCallState:
     status: Status = "requested"
     started_ms: int | None = None
     duration_ms: float | None = None
+    """The call's own time; the wait for approval is ``approval_wait_ms``, shown apart."""
+    approval_wait_ms: float = 0.0
     exit_code: int | None = None
     error_type: str | None = None
     summary: str = ""
@@ -338,6 +340,8 @@ class ToolBlock(Widget, can_focus=True):
             bits.append(f"[$error]{_escape(state.error_type or 'error')}[/]")
         if state.duration_ms is not None:
             bits.append(format_duration(state.duration_ms))
+        if state.approval_wait_ms >= 1:
+            bits.append(f"waited {format_duration(state.approval_wait_ms)} for approval")
         return " · ".join(bits)
 
     def _command_text(self) -> Text:

@@ -192,6 +192,7 @@ class ToolPanel(TailFollowing):
                 else:
                     state.status = "ok"
             state.duration_ms = event.duration_ms
+            state.approval_wait_ms = event.approval_wait_ms
             state.exit_code = event.exit_code
             state.error_type = event.error_type
             state.summary = event.summary
