@@ -106,6 +106,9 @@ class ToolCallCompleted(Event):
     truncated_chars: int = 0
     """How much of the output the model did not get (the UI stream had all of it)."""
     full_output_path: str | None = None
+    cut_notes: list[str] = Field(default_factory=list)
+    """What a cap cut that the model's truncation marker does not cover (the disk cap of
+    the saved output), one sentence each, for the block."""
     child_loop_id: str | None = None
 
 

@@ -254,6 +254,7 @@ class ToolRegistry:
                 summary=result.text.strip().split("\n", 1)[0][:200],
                 truncated_chars=int(result.details.get("truncated_chars", 0)),
                 full_output_path=result.details.get("full_output_path"),
+                cut_notes=list(result.details.get("cut_notes", [])),
                 child_loop_id=result.child_loop_id,
                 loop_id=ctx.loop_id,
             )

@@ -266,6 +266,7 @@ class AgentApp(App[int]):
         self.session_ready.set()
         self.refresh_bindings()  # the footer shows what is possible now
         self.tools.spill_dir = self._spill_dir()
+        self.tools.spill_cap = session.loaded.settings.agent.output_disk_cap
         self._subscription = session.bus.subscribe("ui")
         self._adapter = BusAdapter(self._subscription, self._deliver, frame=self.frame)
         self._drain_bus(self._adapter)

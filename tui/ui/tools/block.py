@@ -74,6 +74,8 @@ class ToolCallState:
     summary: str = ""
     truncated_chars: int = 0
     full_output_path: str | None = None
+    cut_notes: list[str] = field(default_factory=list)
+    """What the disk cap kept out of the tool's saved output (see ``ToolCallCompleted``)."""
     child_loop_id: str | None = None
     decision: str | None = None
     decision_message: str | None = None
@@ -89,6 +91,12 @@ class ToolCallState:
 
     def output_text(self) -> str:
         return self.output.text()
+
+    @property
+    def saved_cut(self) -> bool:
+        """Some output is on no disk at all: a disk cap stopped a saved file."""
+        spill = self.output.spill
+        return bool(self.cut_notes) or (spill is not None and spill.capped)
 
 
 def format_duration(ms: float) -> str:
@@ -338,6 +346,8 @@ class ToolBlock(Widget, can_focus=True):
             bits.append(f"[{style}]exit {state.exit_code}[/]")
         elif state.status == "error":
             bits.append(f"[$error]{_escape(state.error_type or 'error')}[/]")
+        if state.saved_cut:
+            bits.append("[b $warning]output cut at the disk cap[/]")
         if state.duration_ms is not None:
             bits.append(format_duration(state.duration_ms))
         if state.approval_wait_ms >= 1:
@@ -416,6 +426,13 @@ class ToolBlock(Widget, can_focus=True):
         if state.truncated_chars:
             where = f"; in full: {state.full_output_path}" if state.full_output_path else ""
             line(f"the model saw a cut ({state.truncated_chars:,} chars left out){where}", "dim")
+        for cut in state.cut_notes:
+            line(cut, "bold")
+        out = state.output
+        if out.spilling and out.spill_path is not None:
+            line(f"the block keeps the newest lines; all of them: {out.spill_path} (o)", "dim")
+        if out.spill is not None and out.spill.capped:
+            line(out.spill.cut_note(), "bold")
         if state.child_loop_id:
             line(f"sub-agent {state.child_loop_id.rsplit('.', 1)[-1]} ran this call's work", "dim")
         return note
@@ -440,7 +457,13 @@ class ToolBlock(Widget, can_focus=True):
         if not out.truncated:
             return out.text(), None, "the whole output (kept in memory)"
         if out.spilling and out.spill_path is not None:
-            return "", out.spill_path, f"the whole stream as the UI received it ({out.spill_path})"
+            what = f"the whole stream as the UI received it ({out.spill_path})"
+            if out.spill is not None and out.spill.capped:
+                what = (
+                    f"the stream as the UI received it, up to the disk cap "
+                    f"({out.spill_path}; the last {out.spill.dropped:,} bytes were not saved)"
+                )
+            return "", out.spill_path, what
         if self.state.full_output_path:
             path = Path(self.state.full_output_path)
             return "", path, f"the full output saved by the tool ({path})"
