@@ -145,3 +145,57 @@ async def test_block_and_pager_state_the_cut(workspace: Path, cap: int | None) -
                 assert last.startswith("[agent-tui: the saved output stops here, at the disk cap")
                 assert source.line(len(source) - 2) == str(len(source) - 1)  # whole lines kept
     assert SPILL.flush()
+
+
+# -- a tmux pane: past the collection cap the output still streams, so it is still saved --------
+
+
+def test_command_stream_past_its_cap_streams_the_rest_live() -> None:
+    from tests.test_tmux_control import NONCE, _marker
+    from tui.exec.tmux.markers import CommandStream
+
+    stream = CommandStream(NONCE, keep_limit=100)
+    live: list[str] = []
+    stream.feed(_marker(1, "go"))
+    for n in range(1, 51):
+        stream.feed(f"line {n:03d} ".encode() + b"x" * 20 + b"\r\n")
+        live.append(stream.take_live())
+    end = _marker(1, "0")
+    stream.feed(b"last\r\n" + end[:12])  # the end marker split across two reads
+    live.append(stream.take_live())
+    stream.feed(end[12:] + b"prompt$ ")
+    live.append(stream.take_live())
+    assert stream.done and stream.capped and stream.exit_code == 0
+    expected = "".join(f"line {n:03d} " + "x" * 20 + "\n" for n in range(1, 51)) + "last\n"
+    assert "".join(live) == expected
+
+
+@pytest.mark.skipif(__import__("shutil").which("tmux") is None, reason="needs tmux")
+async def test_tmux_output_past_the_collection_cap_is_saved_whole(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.tmux_helpers import kill_server, new_socket_name, tmux_backends
+    from tui.exec.tmux import backend as tmux_module
+
+    monkeypatch.setattr(tmux_module, "KEEP_LIMIT", 200_000)
+    count = 100_000
+    everything = "".join(f"{n}\n" for n in range(1, count + 1))
+    socket = new_socket_name()
+    try:
+        async with tmux_backends(socket, workspace) as make:
+            h = make_harness(workspace, backend=make())
+            result = await h.call("run_shell", {"command": f"seq 1 {count}", "timeout": 120})
+            assert not result.is_error, result.text[:500]
+            assert result.text.startswith("exit code: 0\n")
+            (done,) = [e for e in h.events if isinstance(e, ToolCallCompleted)]
+            live = "".join(
+                e.text for e in h.events if isinstance(e, ToolOutputChunk) and e.stream == "stdout"
+            )
+            assert live == everything  # the block got every line
+            saved = await asyncio.to_thread(Path(str(done.full_output_path)).read_text)
+            assert saved == everything  # and so did the saved full output
+            assert f"full output ({len(everything)} chars)" in result.text
+            assert f"\n{count - 1}\n{count}" in result.text  # the model's tail is the real end
+            assert "output kept to its first 200,000 bytes in this result" in result.text
+    finally:
+        kill_server(socket)
