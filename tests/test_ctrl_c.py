@@ -133,3 +133,20 @@ async def test_ctrl_c_while_holding_the_pane_goes_to_the_pane(workspace: Path) -
         sent = lambda: coalesce([(k, lit) for _, k, lit in backend.sent])  # noqa: E731
         await until(pilot, lambda: sent() == [("C-c", False)] * 3, "three C-c in the pane")
         assert app.is_running and QUIT_HINT not in hints(app)
+
+
+async def test_ctrl_c_at_the_approval_modal_cancels_and_runs_nothing(workspace: Path) -> None:
+    with ScriptedServer() as server:
+        server.add(shell_step("touch made"), {"text": "Stopped."})
+        app = AgentApp(make_session(workspace, server, mode="ask"), cursor_blink=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await send(pilot, app, "make it")
+            await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+            await pilot.press("ctrl+c")
+            await until(pilot, lambda: app.approval_open is None, "the modal to close")
+            loop = app.session.loop
+            await until(pilot, lambda: loop is None or not loop.running, "the turn to end")
+            state = app.tools.state("call_1")
+            assert state is not None and state.status in ("denied", "cancelled", "error")
+            assert app.is_running and QUIT_HINT not in hints(app)
+    assert not (workspace / "made").exists()

@@ -349,6 +349,7 @@ if __name__ == "__main__":
         claimed_risk="low",
         why="rebuild after pulling",
         suggested_pattern="run_shell(make -j8:*)",
+        reason="ask mode: commands that act need approval (computed risk: high)",
     )
 
     class _Demo(App[None]):
