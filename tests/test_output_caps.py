@@ -89,7 +89,7 @@ async def test_a_small_disk_cap_stops_the_file_and_says_so(workspace: Path) -> N
         f"the last {dropped} bytes were not saved"
     ) in text
     assert done.cut_notes == [
-        f"the saved output {path} stops at the disk cap of 976.6 KB ([agent] output_disk_cap): "
+        "the saved stdout stops at the disk cap of 976.6 KB ([agent] output_disk_cap): "
         f"the last {dropped:,} bytes were not saved"
     ]
 
@@ -139,7 +139,7 @@ async def test_block_and_pager_state_the_cut(workspace: Path, cap: int | None) -
                 assert last.startswith("stdout kept to its first 16,777,216 characters")
             else:
                 assert "output cut at the disk cap" in subtitle
-                assert out.spill.capped and out.spill.cut_note() in notes
+                assert out.spill.capped and out.spill.cut_note("which") in notes
                 assert "stops at the disk cap" in " ".join(state.cut_notes)
                 assert "up to the disk cap" in info() and "were not saved" in info()
                 assert last.startswith("[agent-tui: the saved output stops here, at the disk cap")

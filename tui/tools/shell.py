@@ -302,7 +302,7 @@ def format_result(
         if spool is not None and spool.file is not None:
             cut = spooled_view(text, spool, STREAM_RULE)
             if spool.file.capped:
-                cut_notes.append(spool.file.cut_note())
+                cut_notes.append(spool.file.cut_note(f"the saved {stream}"))
         else:
             cut = truncate(text, STREAM_RULE, spill_name=f"{call_id}-{stream}")
         details["truncated_chars"] += cut.cut_chars

@@ -162,13 +162,13 @@ class CappedSpill:
             "were not saved]"
         )
 
-    def cut_note(self) -> str:
+    def cut_note(self, what: str = "the saved output") -> str:
         """One sentence for the block and the model, or "" when nothing was dropped."""
         if not self.capped:
             return ""
         return (
-            f"the saved output {self.path} stops at the disk cap of {human_bytes(self.cap)} "
-            f"({CAP_SETTING}): the last {self.dropped:,} bytes were not saved"
+            f"{what} stops at the disk cap of {human_bytes(self.cap)} ({CAP_SETTING}): "
+            f"the last {self.dropped:,} bytes were not saved"
         )
 
     def close(self) -> None:

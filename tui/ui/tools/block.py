@@ -430,9 +430,11 @@ class ToolBlock(Widget, can_focus=True):
             line(cut, "bold")
         out = state.output
         if out.spilling and out.spill_path is not None:
-            line(f"the block keeps the newest lines; all of them: {out.spill_path} (o)", "dim")
-        if out.spill is not None and out.spill.capped:
-            line(out.spill.cut_note(), "bold")
+            where = f"the block keeps the newest lines; all of them: {out.spill_path} (o)"
+            if out.spill is not None and out.spill.capped:
+                line(f"{where}, {out.spill.cut_note('which')}", "bold")
+            else:
+                line(where, "dim")
         if state.child_loop_id:
             line(f"sub-agent {state.child_loop_id.rsplit('.', 1)[-1]} ran this call's work", "dim")
         return note
