@@ -7,6 +7,7 @@ block, the real app in a Pilot against the scripted model server.
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -173,5 +174,16 @@ async def test_the_block_shows_the_wait_apart(workspace: Path) -> None:
             assert state.approval_wait_ms >= 1200
             assert state.duration_ms is not None and state.duration_ms < 1000
             block = app.tools.blocks["call_1"]
-            assert "waited 1." in str(block.border_subtitle)
-            assert "for approval" in str(block.border_subtitle)
+            assert re.search(r" · waited \d+\.\d s for approval$", str(block.border_subtitle))
+
+
+async def test_a_command_reading_a_secret_says_so_in_full_auto(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("not really a key\n")
+    monkeypatch.setenv("HOME", str(home))
+    arguments = {"command": "cat ~/.ssh/id_rsa"}
+    reason = await reason_for(workspace, "run_shell", arguments, ApprovalMode.FULL_AUTO)
+    assert reason.startswith("full-auto: secret reads always ask (~/.ssh")
