@@ -61,6 +61,7 @@ from tui.security.trust import (
     review_mcp_file,
     workspace_files,
 )
+from tui.tools.spill import DEFAULT_DISK_CAP
 
 ENV_PREFIX = "AGENT_TUI_"
 ENV_NESTED_DELIMITER = "__"
@@ -134,6 +135,10 @@ class AgentSettings(BaseModel):
     defer_tools_above: int = Field(default=40, ge=0)
     """When MCP and OpenAPI add more tools than this in all, theirs are not sent to the model
     up front: ``tool_search`` finds and activates them between turns. 0 never defers."""
+    output_disk_cap: int = Field(default=DEFAULT_DISK_CAP, ge=0)
+    """Bytes of one command's output saved to disk (the full-output file the model may page
+    through, and each tool block's stream for the pager). Past it nothing more is saved, and
+    the file ends with a line saying how much was not; the result and the block say so too."""
 
 
 class ToolsSettings(RootModel[dict[str, bool]]):

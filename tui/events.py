@@ -96,6 +96,9 @@ class ToolCallCompleted(Event):
     tool_name: str
     is_error: bool
     duration_ms: float
+    """How long the call took, without the time it waited for approval."""
+    approval_wait_ms: float = 0.0
+    """How long it waited for a person's answer (shown apart from the duration)."""
     exit_code: int | None = None
     error_type: str | None = None
     summary: str = ""
@@ -103,6 +106,9 @@ class ToolCallCompleted(Event):
     truncated_chars: int = 0
     """How much of the output the model did not get (the UI stream had all of it)."""
     full_output_path: str | None = None
+    cut_notes: list[str] = Field(default_factory=list)
+    """What a cap cut that the model's truncation marker does not cover (the disk cap of
+    the saved output), one sentence each, for the block."""
     child_loop_id: str | None = None
 
 
@@ -129,6 +135,9 @@ class ApprovalRequested(Event):
     why: str | None = None
     actor: str = "local"
     suggested_pattern: str | None = None
+    reason: str = ""
+    """Why the policy asks: the mode, the ``ask`` rule, the secret read (see
+    ``tui.security.reasons``), so a person never approves without knowing why they are asked."""
 
 
 class ApprovalResolved(Event):

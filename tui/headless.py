@@ -110,6 +110,8 @@ class TerminalApprover:
     def _ask(self, request: ApprovalRequested) -> ApprovalAnswer:
         with open(self.tty_path, "r+", encoding="utf-8") as tty:
             tty.write(f"\n{request.tool_name} on {request.actor} needs approval\n")
+            if request.reason:
+                tty.write(f"  asks because: {request.reason}\n")
             if request.command:
                 tty.write(f"  command: {request.command}\n")
                 for segment in request.segments:

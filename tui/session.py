@@ -220,6 +220,9 @@ def build_session(
     search = registry.get("web_search")
     if search is not None:
         search.search_url = settings.web.search_url  # type: ignore[attr-defined]
+    shell = registry.get("run_shell")
+    if shell is not None:
+        shell.disk_cap = settings.agent.output_disk_cap  # type: ignore[attr-defined]
     skill = registry.get("skill")
     warnings.extend(getattr(skill, "problems", []))
     extensions = Extensions(

@@ -98,8 +98,8 @@ class StreamCapture:
 
     def cap_notice(self) -> str:
         return (
-            f"{self.name} kept to its first {self.limit:,} characters "
-            f"({self._received:,} bytes received; the live output showed all of it)"
+            f"{self.name} kept to its first {self.limit:,} characters in this result "
+            f"({self._received:,} bytes received); the live output carried all of it"
         )
 
 
@@ -126,11 +126,14 @@ class OutputCollector:
         self.emit("info", message + "\n")
 
     def finish_streams(self) -> None:
-        """Flush decoders (a drain cut short never flushed them) and report capped streams."""
+        """Flush decoders (a drain cut short never flushed them) and report capped streams.
+
+        The cap notice goes out live too, so the block says what the result left out.
+        """
         for capture in (self.stdout, self.stderr):
             self.emit(capture.name, capture.finish())
             if capture.capped:
-                self.notices.append(capture.cap_notice())
+                self.notice(capture.cap_notice())
 
     def detach(self) -> None:
         """Stop calling the sink: the run is over and its caller has moved on."""

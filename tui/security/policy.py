@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ from tui.security.hosts import HostPolicy
 from tui.security.paths import ALLOW_SETTING, Checked, PathGuard
 from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.ratelimit import RateLimiter
+from tui.security.reasons import mode_reason, rule_reason, secret_reason
 from tui.security.risk import (
     RISK_ORDER,
     CommandRisk,
@@ -83,6 +85,9 @@ class CallInfo:
     actor: str = "local"
     loop_id: str = "main"
     cancel: asyncio.Event | None = None
+    approval_wait: float = 0.0
+    """Seconds this call spent waiting for a person (its turn in the queue included); set
+    by the policy, so the call's duration can leave it out and show it apart."""
 
 
 class SecurityPolicy:
@@ -297,6 +302,23 @@ class SecurityPolicy:
             return Verdict.ALLOW, "mode"
         return Verdict.ASK, "mode"
 
+    def ask_reason(
+        self, tool: str, access: ToolAccess, needed: PermissionMode, risk: CommandRisk | None
+    ) -> str:
+        """Why ``verdict`` said ASK, in the order it decides: secret, ask rule, mode."""
+        secrets = self.secret_reads(access)
+        if secrets:
+            found = [item.secret or raw for raw, item in secrets.items()]
+            return secret_reason(self.approval_mode, found)
+        rule = first_match(self.ask_rules, tool, _subjects(access, risk))
+        if rule is not None:
+            return rule_reason(rule)
+        if risk is not None and risk.reads_secret:
+            places = [place for segment in risk.segments for place in segment.secrets]
+            return secret_reason(self.approval_mode, list(dict.fromkeys(places)))
+        control = self.control_write(access)
+        return mode_reason(self.approval_mode, access, needed, risk, control)
+
     def control_write(self, access: ToolAccess) -> str | None:
         """Why one of the call's writes changes what runs later (see ``control_file``)."""
         for raw in access.write_paths:
@@ -312,7 +334,12 @@ class SecurityPolicy:
         secrets = tuple(item.path for item in self.secret_reads(access).values())
         verdict, how = self.verdict(tool, access, needed, risk)
         if verdict is Verdict.ASK:
-            how = await self._ask(access, call, risk)
+            reason = self.ask_reason(tool, access, needed, risk)
+            asked = time.perf_counter()
+            try:
+                how = await self._ask(access, call, risk, reason)
+            finally:
+                call.approval_wait += time.perf_counter() - asked
         if access.is_acting:
             self.rate_limiter.record()
         return Authorization(how=how, permission=needed, risk=risk, paths=paths, secrets=secrets)
@@ -320,7 +347,7 @@ class SecurityPolicy:
     # -- asking ------------------------------------------------------------------------------
 
     def approval_request(
-        self, access: ToolAccess, call: CallInfo, risk: CommandRisk | None
+        self, access: ToolAccess, call: CallInfo, risk: CommandRisk | None, reason: str = ""
     ) -> ApprovalRequested:
         secret_views = [
             RiskSegmentView(
@@ -352,11 +379,14 @@ class SecurityPolicy:
             why=access.why,
             actor=call.actor,
             suggested_pattern=suggest_pattern(call.tool_name, access, risk),
+            reason=reason,
             loop_id=call.loop_id,
         )
 
-    async def _ask(self, access: ToolAccess, call: CallInfo, risk: CommandRisk | None) -> str:
-        request = self.approval_request(access, call, risk)
+    async def _ask(
+        self, access: ToolAccess, call: CallInfo, risk: CommandRisk | None, reason: str = ""
+    ) -> str:
+        request = self.approval_request(access, call, risk, reason)
         # One prompt at a time: a person answers questions in order, never two at once.
         async with self._approval_lock:
             # A grant given while this call waited its turn may already cover it.

@@ -205,6 +205,7 @@ class ToolRegistry:
         """Parse, check, authorize, run, bound. Always returns a result, never raises
         (except ``asyncio.CancelledError`` when the calling task itself is cancelled)."""
         started = time.perf_counter()
+        waited: list[float] = []
         name = clean(name)
         if isinstance(raw_arguments, str):
             raw_arguments = clean_json_text(raw_arguments)
@@ -218,7 +219,7 @@ class ToolRegistry:
             params = self.parse_arguments(tool, raw_arguments)
             key = (name, params.model_dump_json())
             self.failures.check(key)
-            result = await self._authorized_run(tool, params, ctx)
+            result = await self._authorized_run(tool, params, ctx, waited)
         except ToolError as error:
             result = ToolResult.error(error.kind, error.msg)
         except Exception as error:  # a tool bug must not end the loop
@@ -238,18 +239,22 @@ class ToolRegistry:
                 result = ToolResult.error(
                     "ExecutionFailed", f"its output could not be bounded: {excerpt(str(error))}"
                 )
-        duration_ms = (time.perf_counter() - started) * 1000
+        # The time a person took to answer is not the call's: it is reported apart.
+        approval_wait_ms = sum(waited) * 1000
+        duration_ms = (time.perf_counter() - started) * 1000 - approval_wait_ms
         ctx.on_update(
             ToolCallCompleted(
                 tool_call_id=ctx.tool_call_id,
                 tool_name=excerpt(name, 200),
                 is_error=result.is_error,
-                duration_ms=duration_ms,
+                duration_ms=max(0.0, duration_ms),
+                approval_wait_ms=approval_wait_ms,
                 exit_code=result.details.get("exit_code"),
                 error_type=result.details.get("error_type"),
                 summary=result.text.strip().split("\n", 1)[0][:200],
                 truncated_chars=int(result.details.get("truncated_chars", 0)),
                 full_output_path=result.details.get("full_output_path"),
+                cut_notes=list(result.details.get("cut_notes", [])),
                 child_loop_id=result.child_loop_id,
                 loop_id=ctx.loop_id,
             )
@@ -257,8 +262,9 @@ class ToolRegistry:
         return result
 
     async def _authorized_run(
-        self, tool: Tool[Any], params: ToolParams, ctx: ToolContext
+        self, tool: Tool[Any], params: ToolParams, ctx: ToolContext, waited: list[float]
     ) -> ToolResult:
+        """Authorize, then run; ``waited`` gets the seconds spent asking a person."""
         access = tool.access(params)
         arguments = params.model_dump(mode="json", exclude_none=True)
         call = CallInfo(
@@ -269,7 +275,10 @@ class ToolRegistry:
             loop_id=ctx.loop_id,
             cancel=ctx.cancel,
         )
-        authorization = await ctx.policy.authorize(access, call)
+        try:
+            authorization = await ctx.policy.authorize(access, call)
+        finally:
+            waited.append(call.approval_wait)
         ctx.on_update(
             ToolCallStarted(
                 tool_call_id=ctx.tool_call_id,

@@ -20,7 +20,9 @@ from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.context import ToolContext
 from tui.tools.errors import Cancelled, ExecutionFailed, NotFound, PermissionDenied
+from tui.tools.full_output import StreamSpool, spooled_view
 from tui.tools.result import ToolResult
+from tui.tools.spill import DEFAULT_DISK_CAP, SPILL
 from tui.tools.truncation import TruncationRule, truncate
 
 STREAM_RULE = TruncationRule.head(4000, keep_tail=1000)
@@ -129,6 +131,20 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
 "timeout": 600}; {"command": "npm run dev", "wait": false}; {"command": "make test",
 "wait": "5m"}"""
 
+    def __init__(self, *, disk_cap: int = DEFAULT_DISK_CAP) -> None:
+        self.disk_cap = disk_cap
+        """Bytes of each stream saved to the full-output file (``[agent] output_disk_cap``)."""
+
+    def spools(self, ctx: ToolContext) -> dict[str, StreamSpool]:
+        """One spool per stream, fed from the live sink: the saved file gets everything."""
+        start_after = STREAM_RULE.limit + STREAM_RULE.keep_tail
+        return {
+            stream: StreamSpool(
+                f"{ctx.tool_call_id}-{stream}", start_after, STREAM_RULE.keep_tail, self.disk_cap
+            )
+            for stream in ("stdout", "stderr")
+        }
+
     def access(self, params: RunShellParams) -> ToolAccess:
         return ToolAccess(
             permission=PermissionMode.READ_ONLY,
@@ -151,25 +167,31 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
             return await self._execute_in_pane(params, ctx)
         cwd = str(ctx.resolve_path(params.cwd)) if params.cwd else str(ctx.workspace)
         timeout = _wait_seconds(params.wait) or params.timeout or DEFAULT_TIMEOUT
+        spools = self.spools(ctx)
         try:
             result = await ctx.backend.run(
                 params.command,
                 cwd=cwd,
                 env=ctx.policy.command_env(),
                 timeout=timeout,
-                on_chunk=ctx.emit,
+                on_chunk=_teed(ctx, spools),
                 cancel=ctx.cancel,
             )
         except BackendError as error:
             raise ExecutionFailed(f"{ctx.backend.actor}: {error.msg}") from None
+        finally:
+            await _close(spools)
         if len(result.stdout) + len(result.stderr) > SPILL_IN_THREAD_CHARS:
-            return await asyncio.to_thread(format_result, result, ctx.tool_call_id, timeout)
-        return format_result(result, ctx.tool_call_id, timeout)
+            return await asyncio.to_thread(
+                format_result, result, ctx.tool_call_id, timeout, spools=spools
+            )
+        return format_result(result, ctx.tool_call_id, timeout, spools=spools)
 
     async def _execute_in_pane(self, params: RunShellParams, ctx: ToolContext) -> ToolResult:
         """The tmux path: the pane keeps its own cwd unless one is asked for explicitly."""
         backend: Any = ctx.backend
         cwd = str(ctx.resolve_path(params.cwd)) if params.cwd else None
+        spools = self.spools(ctx)
         try:
             if params.wait is False:
                 pane_id, notices = await backend.dispatch(
@@ -184,15 +206,18 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
                 return ToolResult("\n".join([text, *notes]), {"pane_id": pane_id})
             waited = _wait_seconds(params.wait)
             timeout = waited or params.timeout or DEFAULT_TIMEOUT
-            result = await backend.run(
-                params.command,
-                cwd=cwd,
-                env=ctx.policy.command_env(),
-                timeout=timeout,
-                on_chunk=ctx.emit,
-                cancel=ctx.cancel,
-                target=params.target,
-            )
+            try:
+                result = await backend.run(
+                    params.command,
+                    cwd=cwd,
+                    env=ctx.policy.command_env(),
+                    timeout=timeout,
+                    on_chunk=_teed(ctx, spools),
+                    cancel=ctx.cancel,
+                    target=params.target,
+                )
+            finally:
+                await _close(spools)
         except ShellGuardError as error:
             raise PermissionDenied(error.msg) from None
         except BackendError as error:
@@ -204,12 +229,32 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
             # The model chose how long to wait: a command still running is an answer, not
             # a failure.
             result.timed_out = False
-            formatted = format_result(result, ctx.tool_call_id, timeout)
+            formatted = format_result(result, ctx.tool_call_id, timeout, spools=spools)
             body = formatted.text.split("\n", 1)[1] if "\n" in formatted.text else ""
             formatted.content = f"still running after {timeout:g} s (not killed)\n{body}"
             formatted.details["still_running"] = True
             return formatted
-        return format_result(result, ctx.tool_call_id, timeout, left_running=True)
+        return format_result(result, ctx.tool_call_id, timeout, left_running=True, spools=spools)
+
+
+def _teed(ctx: ToolContext, spools: dict[str, StreamSpool]) -> Any:
+    """The live sink, also feeding each stream's spool (info lines are the UI's only)."""
+
+    def sink(stream: Any, text: str) -> None:
+        spool = spools.get(stream)
+        if spool is not None:
+            spool.feed(text)
+        ctx.emit(stream, text)
+
+    return sink
+
+
+async def _close(spools: dict[str, StreamSpool]) -> None:
+    """End the saved files and wait until they are on disk: the model may read one next."""
+    for spool in spools.values():
+        spool.close()
+    if any(spool.started for spool in spools.values()):
+        await asyncio.to_thread(SPILL.flush, 30.0)
 
 
 def _wait_seconds(wait: bool | float | str) -> float | None:
@@ -226,11 +271,19 @@ def _publish(ctx: ToolContext, notices: list[str]) -> list[str]:
 
 
 def format_result(
-    result: ExecResult, call_id: str, timeout: float, *, left_running: bool = False
+    result: ExecResult,
+    call_id: str,
+    timeout: float,
+    *,
+    left_running: bool = False,
+    spools: dict[str, StreamSpool] | None = None,
 ) -> ToolResult:
     """The model's view: exit code, then each stream bounded with a marker saying what was cut.
 
     ``left_running``: a timed-out command was not killed (a tmux pane keeps it).
+    ``spools``: the streams as saved while they ran; a stream whose spool started is cut
+    from its saved file (true tail, true count, what the disk cap left out), not from the
+    backend's kept head.
     """
     details: dict[str, Any] = {
         "exit_code": result.exit_code,
@@ -243,8 +296,15 @@ def format_result(
         if result.merged_output
         else [("stdout", result.stdout), ("stderr", result.stderr)]
     )
+    cut_notes: list[str] = []
     for stream, text in streams:
-        cut = truncate(text, STREAM_RULE, spill_name=f"{call_id}-{stream}")
+        spool = (spools or {}).get(stream)
+        if spool is not None and spool.file is not None:
+            cut = spooled_view(text, spool, STREAM_RULE)
+            if spool.file.capped:
+                cut_notes.append(spool.file.cut_note(f"the saved {stream}"))
+        else:
+            cut = truncate(text, STREAM_RULE, spill_name=f"{call_id}-{stream}")
         details["truncated_chars"] += cut.cut_chars
         if cut.full_output_path:
             details[f"full_{stream}_path"] = cut.full_output_path
@@ -253,6 +313,8 @@ def format_result(
             label = "output (stdout and stderr merged)" if result.merged_output else stream
             parts.append(f"{label}:\n{cut.text.rstrip(chr(10))}")
     parts.extend(f"note: {notice}" for notice in result.notices)
+    if cut_notes:
+        details["cut_notes"] = cut_notes
     body = "\n".join(parts) if parts else "(no output)"
     if result.cancelled:
         raise Cancelled(f"the command was cancelled and its process group killed.\n{body}")

@@ -45,7 +45,7 @@ class Truncated:
     full_output_path: str | None = None
 
 
-def _safe_cut(text: str, index: int) -> int:
+def safe_cut(text: str, index: int) -> int:
     """Move a cut point off a surrogate pair or a CR LF, so no half character is left."""
     if 0 < index < len(text) and "\udc00" <= text[index] <= "\udfff":
         index -= 1
@@ -61,11 +61,11 @@ def truncate(text: str, rule: TruncationRule, *, spill_name: str | None = None) 
     path = save_full_output(spill_name, text) if spill_name else None
     where = f"; full output ({len(text)} chars) saved to {path}" if path else ""
     if rule.mode == "tail":
-        start = _safe_cut(text, len(text) - rule.limit)
+        start = safe_cut(text, len(text) - rule.limit)
         cut = start
         return Truncated(f"[truncated {cut} chars from start{where}]\n{text[start:]}", cut, path)
-    head_end = _safe_cut(text, rule.limit)
-    tail_start = _safe_cut(text, len(text) - rule.keep_tail) if rule.keep_tail else len(text)
+    head_end = safe_cut(text, rule.limit)
+    tail_start = safe_cut(text, len(text) - rule.keep_tail) if rule.keep_tail else len(text)
     cut = tail_start - head_end
     place = "from the middle" if rule.keep_tail else "from end"
     marker = f"\n[truncated {cut} chars {place}{where}]\n"
@@ -75,7 +75,7 @@ def truncate(text: str, rule: TruncationRule, *, spill_name: str | None = None) 
 def save_full_output(name: str, text: str) -> str | None:
     """Keep an untruncated result where the model's read tools can reach it."""
     directory = tool_output_dir()
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:120] or "output"
+    safe = spill_file_name(name)
     try:
         directory.mkdir(parents=True, exist_ok=True)
         path = Path(directory, f"{safe}.txt")
@@ -83,6 +83,11 @@ def save_full_output(name: str, text: str) -> str | None:
     except OSError:
         return None
     return str(path)
+
+
+def spill_file_name(name: str) -> str:
+    """``name`` made safe as a file name in the tool output folder."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:120] or "output"
 
 
 def envelope(result: object, *, now_ms: int | None = None) -> str:

@@ -32,7 +32,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer
+from textual.widgets import Footer, Input, TextArea
 from textual.worker import Worker, WorkerState
 
 from tui.errors import AgentTuiError
@@ -42,6 +42,7 @@ from tui.ui.autoapprove import AutoApprove, DurationError, format_remaining, par
 from tui.ui.chat.panel import ChatPanel
 from tui.ui.chat.todo import TodoList
 from tui.ui.commands import SlashCommandProvider, UnknownCommand, help_markdown, parse_slash
+from tui.ui.interrupt import QUIT_HINT, QUIT_WINDOW, CtrlC
 from tui.ui.messages import BusBatch, PaneKeys, PaneRelease, PromptSubmitted, ToolBlockAction
 from tui.ui.mirror.keys import coalesce
 from tui.ui.mirror.pane import MirrorPanel, PaneFrame
@@ -134,6 +135,9 @@ class AgentApp(App[int]):
     COMMANDS = App.COMMANDS | {SlashCommandProvider}
     BINDINGS = [
         Binding("escape", "cancel_turn", "Cancel"),
+        # Priority: the prompt's own ctrl+c (copy) would swallow it otherwise; a selection is
+        # still copied (see ``action_interrupt``).
+        Binding("ctrl+c", "interrupt", "Cancel / quit", show=False, priority=True),
         Binding("ctrl+t", "take_pane", "Take pane"),
         Binding("f4", "toggle_mirror", "Mirror"),
         Binding("ctrl+o", "toggle_latest", "Expand"),
@@ -169,6 +173,7 @@ class AgentApp(App[int]):
         self.frame = frame
         self.history = PromptHistory(history_path)
         self.auto_approve = AutoApprove(clock=monotonic)
+        self.ctrl_c = CtrlC(clock=monotonic)
         self.holding_pane = False
         self.pane_target: str | None = None
         self.frames: dict[str, PaneFrame] = {}
@@ -261,6 +266,7 @@ class AgentApp(App[int]):
         self.session_ready.set()
         self.refresh_bindings()  # the footer shows what is possible now
         self.tools.spill_dir = self._spill_dir()
+        self.tools.spill_cap = session.loaded.settings.agent.output_disk_cap
         self._subscription = session.bus.subscribe("ui")
         self._adapter = BusAdapter(self._subscription, self._deliver, frame=self.frame)
         self._drain_bus(self._adapter)
@@ -809,6 +815,27 @@ class AgentApp(App[int]):
         if action == "release_pane":
             return self.holding_pane
         return not self.holding_pane or action == "quit"
+
+    async def action_interrupt(self) -> None:
+        """Ctrl+C: copy a selection, else cancel a running turn, else (twice) quit."""
+        focused = self.focused
+        if isinstance(focused, TextArea | Input) and focused.selected_text:
+            focused.action_copy()
+            return
+        press = self.ctrl_c.press(busy=self._busy())
+        if press == "cancel":
+            self.action_cancel_turn()
+        elif press == "arm":
+            self.notify(QUIT_HINT, timeout=QUIT_WINDOW)
+        else:
+            await self.action_quit()
+
+    def _busy(self) -> bool:
+        """A turn or a ``!`` command is running: Ctrl+C cancels rather than quits."""
+        if self._session is None:
+            return False
+        loop = self.session.loop
+        return self._turn_active or bool(self._user_cancels) or bool(loop and loop.running)
 
     def action_cancel_turn(self) -> None:
         cancelled = False

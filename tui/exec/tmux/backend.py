@@ -477,8 +477,8 @@ class TmuxBackend(ExecutionBackend):
         )
         if stream.capped:
             notices.append(
-                f"output kept to its first {KEEP_LIMIT:,} bytes ({stream.received:,} received); "
-                "the pane has the rest"
+                f"output kept to its first {KEEP_LIMIT:,} bytes in this result "
+                f"({stream.received:,} received); the live output carried all of it"
             )
         if not job.done.done():
             how = "after Ctrl-C" if cancelled else f"after {timeout:g} s"

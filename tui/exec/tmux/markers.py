@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 MARKER_PATTERN = rb"__ATUI_([0-9a-f]{8})_([0-9]+)_([0-9]+|go)__"
 _MARKER = re.compile(MARKER_PATTERN)
 _MARKER_TEXT = re.compile(r"(?:\x1b\[8m)?__ATUI_[0-9a-f]{8}_[0-9]+_(?:[0-9]+|go)__(?:\x1b\[0m)?")
+OVERFLOW_LIMIT = 4 * 1024 * 1024
+"""Bytes past the keep cap held for the live sink between two reads (it takes them at once)."""
 MAX_MARKER_BYTES = 48
 """Longer than any marker plus its SGR wrapping: the carry kept between reads."""
 
@@ -280,6 +282,8 @@ class CommandStream:
     """Markers starting before this offset were already looked at."""
     _streamed: int = 0
     _tail: bytes = b""
+    _overflow: bytearray = field(default_factory=bytearray)
+    """Bytes past ``keep_limit`` not yet taken by ``take_live``."""
     _decoder: codecs.IncrementalDecoder = field(
         default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace")
     )
@@ -308,12 +312,22 @@ class CommandStream:
                 return
             self._tail = bytes(self.data[-MAX_MARKER_BYTES:])
             chunk = chunk[room:]
-        # Past the cap: look for the end marker in a sliding window only.
+        # Past the cap: look for the end marker in a sliding window only; what comes before
+        # it still streams live (``_overflow``), so the person and the saved output see it.
+        carried = len(self._tail)
         window = self._tail + chunk
         self._tail = window[-MAX_MARKER_BYTES:]
         for marker in find_markers(window, self.nonce):
             if self._accept(marker, placed=False):
+                before = marker.start - carried
+                if before >= 0:
+                    self._overflow += chunk[:before]
+                else:  # the marker began in the last read: its first bytes are not output
+                    del self._overflow[max(0, len(self._overflow) + before) :]
                 return
+        self._overflow += chunk
+        if len(self._overflow) > OVERFLOW_LIMIT:  # nobody reads it live: keep it bounded
+            del self._overflow[: len(self._overflow) - OVERFLOW_LIMIT]
 
     def _scan(self) -> None:
         begin = max(0, self._scanned - MAX_MARKER_BYTES)
@@ -353,21 +367,35 @@ class CommandStream:
         if self.start is None:
             return ""
         limit = self._output_end()
-        if self.end is not None:
-            cut = limit
+        if self.end is not None or self.received > len(self.data):
+            cut = limit  # ended, or the rest follows past the cap (in ``_overflow``)
         else:
             newline = self.data.rfind(b"\n", self._streamed, limit)
             if newline < 0:
                 return ""
             cut = newline + 1
         if cut <= self._streamed:
-            return ""
+            return self._take_overflow()
         first = self._streamed == self.start.end
         piece = bytes(self.data[self._streamed : cut])
         self._streamed = cut
-        text = self._decoder.decode(piece, self.end is not None)
+        final = self.end is not None and not self._overflow
+        text = self._decoder.decode(piece, final)
         text = terminal_text(strip_markers(text, self.nonce))
-        return text[1:] if first and text.startswith("\n") else text
+        text = text[1:] if first and text.startswith("\n") else text
+        return text + self._take_overflow()
+
+    def _take_overflow(self) -> str:
+        """Live text past the cap: whole lines, or everything once the end marker came."""
+        if not self._overflow:
+            return ""
+        cut = len(self._overflow) if self.end is not None else self._overflow.rfind(b"\n") + 1
+        if cut <= 0:
+            return ""
+        piece = bytes(self._overflow[:cut])
+        del self._overflow[:cut]
+        text = self._decoder.decode(piece, self.end is not None and not self._overflow)
+        return terminal_text(strip_markers(text, self.nonce))
 
     def output(self) -> str:
         """The command's output so far (all of it once ``done``), as plain text."""

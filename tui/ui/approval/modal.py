@@ -161,6 +161,9 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
                 text.append("  (the computed risk decides)", "italic dim")
         if request.loop_id != "main":
             text.append(f"    asked by sub-agent {request.loop_id.rsplit('.', 1)[-1]}", "italic")
+        if request.reason:
+            text.append("\nasks because ", "dim")
+            text.append(request.reason, "bold")
         return text
 
     def _body_title(self) -> str:
@@ -346,6 +349,7 @@ if __name__ == "__main__":
         claimed_risk="low",
         why="rebuild after pulling",
         suggested_pattern="run_shell(make -j8:*)",
+        reason="ask mode: commands that act need approval (computed risk: high)",
     )
 
     class _Demo(App[None]):

@@ -67,11 +67,15 @@ class ToolCallState:
     status: Status = "requested"
     started_ms: int | None = None
     duration_ms: float | None = None
+    """The call's own time; the wait for approval is ``approval_wait_ms``, shown apart."""
+    approval_wait_ms: float = 0.0
     exit_code: int | None = None
     error_type: str | None = None
     summary: str = ""
     truncated_chars: int = 0
     full_output_path: str | None = None
+    cut_notes: list[str] = field(default_factory=list)
+    """What the disk cap kept out of the tool's saved output (see ``ToolCallCompleted``)."""
     child_loop_id: str | None = None
     decision: str | None = None
     decision_message: str | None = None
@@ -87,6 +91,12 @@ class ToolCallState:
 
     def output_text(self) -> str:
         return self.output.text()
+
+    @property
+    def saved_cut(self) -> bool:
+        """Some output is on no disk at all: a disk cap stopped a saved file."""
+        spill = self.output.spill
+        return bool(self.cut_notes) or (spill is not None and spill.capped)
 
 
 def format_duration(ms: float) -> str:
@@ -336,8 +346,12 @@ class ToolBlock(Widget, can_focus=True):
             bits.append(f"[{style}]exit {state.exit_code}[/]")
         elif state.status == "error":
             bits.append(f"[$error]{_escape(state.error_type or 'error')}[/]")
+        if state.saved_cut:
+            bits.append("[b $warning]output cut at the disk cap[/]")
         if state.duration_ms is not None:
             bits.append(format_duration(state.duration_ms))
+        if state.approval_wait_ms >= 1:
+            bits.append(f"waited {format_duration(state.approval_wait_ms)} for approval")
         return " · ".join(bits)
 
     def _command_text(self) -> Text:
@@ -412,6 +426,15 @@ class ToolBlock(Widget, can_focus=True):
         if state.truncated_chars:
             where = f"; in full: {state.full_output_path}" if state.full_output_path else ""
             line(f"the model saw a cut ({state.truncated_chars:,} chars left out){where}", "dim")
+        for cut in state.cut_notes:
+            line(cut, "bold")
+        out = state.output
+        if out.spilling and out.spill_path is not None:
+            where = f"the block keeps the newest lines; all of them: {out.spill_path} (o)"
+            if out.spill is not None and out.spill.capped:
+                line(f"{where}, {out.spill.cut_note('which')}", "bold")
+            else:
+                line(where, "dim")
         if state.child_loop_id:
             line(f"sub-agent {state.child_loop_id.rsplit('.', 1)[-1]} ran this call's work", "dim")
         return note
@@ -436,7 +459,13 @@ class ToolBlock(Widget, can_focus=True):
         if not out.truncated:
             return out.text(), None, "the whole output (kept in memory)"
         if out.spilling and out.spill_path is not None:
-            return "", out.spill_path, f"the whole stream as the UI received it ({out.spill_path})"
+            what = f"the whole stream as the UI received it ({out.spill_path})"
+            if out.spill is not None and out.spill.capped:
+                what = (
+                    f"the stream as the UI received it, up to the disk cap "
+                    f"({out.spill_path}; the last {out.spill.dropped:,} bytes were not saved)"
+                )
+            return "", out.spill_path, what
         if self.state.full_output_path:
             path = Path(self.state.full_output_path)
             return "", path, f"the full output saved by the tool ({path})"

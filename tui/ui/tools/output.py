@@ -4,107 +4,23 @@ Each block keeps at most ``max_lines`` lines and ``max_bytes`` bytes of the newe
 says so. The moment it first has to drop something, it starts a spill file with everything it
 had and appends every later chunk, so the pager can always show the whole stream even though
 the widget holds only its tail. Spill writes go through one background thread, never the
-event loop.
+event loop, and stop at the disk cap (``spill_cap``); a file cut there ends with a line saying
+so (``tui.tools.spill.CappedSpill``).
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import queue
-import threading
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+
+from tui.tools.spill import DEFAULT_DISK_CAP, SPILL, CappedSpill, human_bytes
+from tui.tools.spill import text_size as _size
 
 MAX_LINES = 1000
 MAX_BYTES = 128 * 1024
 MAX_LINE_CHARS = 4096
 """A line longer than this is split, so a flood with no newline stays bounded too."""
-
-
-def _size(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-
-def human_bytes(count: int) -> str:
-    value = float(count)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{count} B"  # pragma: no cover
-
-
-class SpillWriter:
-    """One daemon thread appending text to files; ``write``/``close`` never block."""
-
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[tuple[Path, str | None] | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self._markers: list[threading.Event] = []
-
-    def _ensure(self) -> None:
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="ui-spill", daemon=True)
-                self._thread.start()
-
-    def write(self, path: Path, text: str) -> None:
-        self._queue.put((path, text))
-        self._ensure()
-
-    def close(self, path: Path) -> None:
-        self._queue.put((path, None))
-        self._ensure()
-
-    def flush(self, timeout: float = 5.0) -> bool:
-        """Wait until everything queued so far is on disk (tests, the pager, exit)."""
-        if self._thread is None:
-            return True
-        marker = threading.Event()
-        with self._lock:
-            self._markers.append(marker)
-        self._queue.put(None)
-        return marker.wait(timeout)
-
-    def _run(self) -> None:
-        files: dict[Path, IO[str]] = {}
-        while True:
-            item = self._queue.get()
-            if item is None:
-                for handle in files.values():
-                    with contextlib.suppress(OSError):
-                        handle.flush()
-                with self._lock:
-                    markers, self._markers = self._markers, []
-                for marker in markers:
-                    marker.set()
-                continue
-            path, text = item
-            try:
-                if text is None:
-                    handle = files.pop(path, None)
-                    if handle is not None:
-                        handle.close()
-                    continue
-                handle = files.get(path)
-                if handle is None:
-                    if len(files) >= 64:  # bound open handles: close the oldest
-                        oldest = next(iter(files))
-                        files.pop(oldest).close()
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    handle = path.open("a", encoding="utf-8", errors="replace")
-                    files[path] = handle
-                handle.write(text)
-            except OSError:
-                continue
-
-
-SPILL = SpillWriter()
-atexit.register(SPILL.flush, 2.0)
 
 
 @dataclass
@@ -113,6 +29,9 @@ class OutputBuffer:
 
     spill_path: Path | None = None
     """Where everything goes once something had to be dropped (None: never spill)."""
+    spill_cap: int = DEFAULT_DISK_CAP
+    """Bytes the spill file may hold; past them it only counts what it did not save."""
+    spill: CappedSpill | None = None
     max_lines: int = MAX_LINES
     max_bytes: int = MAX_BYTES
     lines: deque[tuple[str, str]] = field(default_factory=deque)
@@ -139,8 +58,8 @@ class OutputBuffer:
             len(self.lines) + newlines > self.max_lines or self.kept_bytes + size > self.max_bytes
         ):
             self._start_spill()  # something is about to be dropped: keep it all on disk
-        if self.spilling:
-            SPILL.write(self.spill_path, text)  # type: ignore[arg-type]
+        if self.spill is not None:
+            self.spill.write(text)
         full = self.partial.pop(stream, "") + text
         if newlines > self.max_lines:
             # A flood: only the newest lines can survive, so do not build the others at all.
@@ -179,10 +98,11 @@ class OutputBuffer:
         if self.spilling or self.spill_path is None:
             return
         self.spilling = True
+        self.spill = CappedSpill(self.spill_path, self.spill_cap)
         # Before the first drop the buffer still holds everything seen so far.
         everything = "".join(line + "\n" for _, line in self.lines)
         everything += "".join(self.partial.values())
-        SPILL.write(self.spill_path, everything)
+        self.spill.write(everything)
 
     @property
     def truncated(self) -> bool:
@@ -212,5 +132,8 @@ class OutputBuffer:
         return "\n".join(line for _, line in self.visible())
 
     def close(self) -> None:
-        if self.spilling and self.spill_path is not None:
-            SPILL.close(self.spill_path)
+        if self.spill is not None:
+            self.spill.close()
+
+
+__all__ = ["MAX_BYTES", "MAX_LINES", "SPILL", "OutputBuffer", "human_bytes"]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.widgets import Static
 
+from tui.tools.spill import DEFAULT_DISK_CAP
 from tui.ui.follow import TailFollowing
 from tui.ui.tools.block import ToolBlock, ToolCallState
 from tui.ui.tools.output import OutputBuffer
@@ -44,6 +45,8 @@ class ToolPanel(TailFollowing):
     ) -> None:
         super().__init__(id=id)
         self.spill_dir = spill_dir
+        self.spill_cap = DEFAULT_DISK_CAP
+        """Bytes each block's spill file may hold (``[agent] output_disk_cap``)."""
         self.clock_ms = clock_ms
         self.blocks: dict[str, ToolBlock] = {}
         self.pruned = 0
@@ -77,7 +80,7 @@ class ToolPanel(TailFollowing):
             call_id=call_id,
             tool_name=tool_name,
             loop_id=loop_id,
-            output=OutputBuffer(spill_path=spill),
+            output=OutputBuffer(spill_path=spill, spill_cap=self.spill_cap),
         )
         block = ToolBlock(state, clock_ms=self.clock_ms)
         self.blocks[call_id] = block
@@ -192,11 +195,13 @@ class ToolPanel(TailFollowing):
                 else:
                     state.status = "ok"
             state.duration_ms = event.duration_ms
+            state.approval_wait_ms = event.approval_wait_ms
             state.exit_code = event.exit_code
             state.error_type = event.error_type
             state.summary = event.summary
             state.truncated_chars = event.truncated_chars
             state.full_output_path = event.full_output_path
+            state.cut_notes = list(event.cut_notes)
             state.child_loop_id = event.child_loop_id
             state.output.close()
             return block
