@@ -192,7 +192,7 @@ def visible(text: str) -> str:
 
 
 def _write(fd: int, text: str) -> None:
-    data = text.replace("\n", "\r\n").encode("utf-8", "replace")
+    data = text.encode("utf-8", "replace")  # the terminal turns \n into \r\n itself
     while data:
         data = data[os.write(fd, data) :]
 
