@@ -96,8 +96,11 @@ class Walk:
         """Poll the screen until ``test`` holds; on timeout note it and go on."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if test(self.screen()):
+            screen = self.screen()
+            if test(screen):
                 return True
+            if "session failed" in screen:  # nothing after this can work: say so at once
+                raise RuntimeError(f"the app could not build its session (waiting for {what})")
             time.sleep(0.05)
         self.problems.append(f"timed out waiting for {what}")
         print(f"\n!!! timed out waiting for {what}")
