@@ -156,12 +156,15 @@ def model_server(folder: Path) -> Iterator[str]:
 
 
 def kill_tmux_server(socket: str) -> None:
+    """Stop the server on ``socket`` and remove its socket file (a killed server leaves it)."""
     subprocess.run(
         ["tmux", "-L", socket, "kill-server"],
         capture_output=True,
         env={k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")},
         timeout=10,
     )
+    folder = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
+    (folder / socket).unlink(missing_ok=True)
 
 
 def walk(walker: Walk, workspace: Path) -> None:
