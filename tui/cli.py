@@ -114,9 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not remote and not workspace.is_dir():
         return fail(f"workspace {workspace} is not a folder", EXIT_USAGE)
     if args.command == "tools":
-        return list_tools(workspace)
+        return list_tools(workspace, args)
     if args.command == "tool":
-        return asyncio.run(run_tool(workspace, args.name, args.arguments, args.tool_approval_mode))
+        return asyncio.run(run_tool(workspace, args))
     if args.command == "sessions":
         return list_sessions(workspace)
     if args.command == "trust":
@@ -186,8 +186,7 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
     from tui.config import ConfigError
     from tui.events import Notice
     from tui.exec.backend import BackendError
-    from tui.headless import HeadlessPrinter, TerminalApprover
-    from tui.security.approval import NoApprover
+    from tui.headless import HeadlessPrinter
     from tui.session import build_session, describe_outcome
     from tui.targets import TargetChoice, open_target
     from tui.tools.structured_output import JsonSchemaError
@@ -198,7 +197,6 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
         loaded = load(Path.cwd() if remote else workspace, args)
     except ConfigError as error:
         return fail(error.msg, EXIT_USAGE)
-    interactive = _has_tty()
     choice = TargetChoice(ssh=args.ssh, container=args.container, tmux=args.tmux)
     try:
         target = await open_target(choice, loaded.settings, workspace, interactive=False)
@@ -209,10 +207,8 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
         session = build_session(
             workspace,
             loaded,
-            approver_factory=lambda bus: (
-                TerminalApprover()
-                if interactive
-                else NoApprover("no UI and no TTY to ask (headless mode with no terminal)")
+            approver_factory=lambda bus: approver_for(
+                workspace, loaded.settings.approval.mode.value
             ),
             resume=args.resume,
             continue_latest=args.continue_latest,
@@ -263,12 +259,16 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
     return fail(outcome.error or (printer.errors[-1] if printer.errors else "the run failed"))
 
 
-def _has_tty() -> bool:
-    try:
-        with open("/dev/tty", "r+"):
-            return True
-    except OSError:
-        return False
+def approver_for(workspace: Path, mode: str) -> Any:
+    """Who answers approvals with no app: the person on the controlling terminal when there
+    is one (``/dev/tty``, never stdin), else no one — every request then fails closed with a
+    message naming ``--approval-mode``."""
+    from tui.headless import TerminalApprover, has_terminal
+    from tui.security.approval import NoApprover
+
+    if has_terminal():
+        return TerminalApprover(workspace, mode)
+    return NoApprover("no UI and no TTY to ask (headless mode with no terminal)")
 
 
 def run_app(workspace: Path, args: argparse.Namespace) -> int:
@@ -291,28 +291,53 @@ def list_sessions(workspace: Path) -> int:
     return EXIT_OK
 
 
-def list_tools(workspace: Path) -> int:
-    from tui.tools.builtin import builtin_tools
+def cli_tools(workspace: Path, loaded: Any) -> tuple[list[Any], Any]:
+    """The tool set of ``agent-tui tools`` and ``agent-tui tool``: the agent's own
+    (``session.agent_tools``) for a session on this machine, and the backend they run on."""
+    from tui.exec.local import LocalBackend
+    from tui.session import agent_tools
     from tui.tools.cron import CronStore, cron_tools
 
-    for tool in [*builtin_tools(None, workspace), *cron_tools(CronStore())]:
+    backend = LocalBackend(default_cwd=str(workspace))
+    return agent_tools(loaded.settings, backend, workspace, cron_tools(CronStore())), backend
+
+
+def list_tools(workspace: Path, args: argparse.Namespace) -> int:
+    from tui.config import ConfigError
+
+    try:
+        tools, _ = cli_tools(workspace, load(workspace, args))
+    except ConfigError as error:
+        return fail(error.msg, EXIT_USAGE)
+    for tool in tools:
         summary = tool.description.strip().split("\n", 1)[0]
         print(f"{tool.name:<18} {tool.permission.value:<19} {summary}")
     return EXIT_OK
 
 
-async def run_tool(workspace: Path, name: str, arguments: str, mode: str) -> int:
-    """One call with the same dispatch path the agent uses; output streams as it comes."""
+async def run_tool(workspace: Path, args: argparse.Namespace) -> int:
+    """One call with the same tools, policy and dispatch path the agent uses; output streams
+    as it comes. Asks on the terminal when the mode asks and there is one."""
+    from tui.config import ConfigError
     from tui.events import ToolOutputChunk
-    from tui.exec.local import LocalBackend
     from tui.security.permissions import ApprovalMode
     from tui.security.policy import SecurityPolicy
-    from tui.tools.builtin import builtin_tools
     from tui.tools.context import ToolContext
     from tui.tools.registry import ToolRegistry
 
-    policy = SecurityPolicy(workspace, approval_mode=ApprovalMode(mode))
-    registry = ToolRegistry(builtin_tools())
+    try:
+        loaded = load(workspace, args)
+    except ConfigError as error:
+        return fail(error.msg, EXIT_USAGE)
+    tools, backend = cli_tools(workspace, loaded)
+    mode = args.tool_approval_mode
+    policy = SecurityPolicy(
+        workspace,
+        loaded.settings.security,
+        approval_mode=ApprovalMode(mode),
+        approver=approver_for(workspace, mode),
+    )
+    registry = ToolRegistry(tools)
 
     def show(event: object) -> None:
         if isinstance(event, ToolOutputChunk) and event.stream != "info":
@@ -320,8 +345,15 @@ async def run_tool(workspace: Path, name: str, arguments: str, mode: str) -> int
             stream.write(event.text)
             stream.flush()
 
-    ctx = ToolContext("cli", name, LocalBackend(default_cwd=str(workspace)), policy, on_update=show)
-    result = await registry.execute(name, arguments, ctx)
+    ctx = ToolContext("cli", args.name, backend, policy, on_update=show)
+    try:
+        result = await registry.execute(args.name, args.arguments, ctx)
+    finally:
+        for tool in tools:
+            closer = getattr(tool, "aclose", None)
+            if closer is not None:
+                await closer()
+        await backend.close()
     if result.is_error:
         print(result.text, file=sys.stderr)
         return EXIT_FAILED

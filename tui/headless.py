@@ -7,8 +7,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import os
 import sys
+import termios
+import unicodedata
+from pathlib import Path
 from typing import Literal, TextIO
 
 from tui.events import (
@@ -21,7 +27,7 @@ from tui.events import (
     ToolCallCompleted,
     ToolCallStarted,
 )
-from tui.security.approval import ApprovalAnswer, ApprovalDecision
+from tui.security.approval import ApprovalAnswer
 
 OutputFormat = Literal["text", "json", "stream-json"]
 
@@ -91,58 +97,149 @@ class HeadlessPrinter:
 
 
 class TerminalApprover:
-    """Asks on the controlling terminal when headless mode runs interactively.
+    """Asks on the controlling terminal when headless mode runs in one.
 
-    Reads ``/dev/tty`` (not stdin, which may carry the prompt) in a thread, so the event loop
-    and any running tools keep going while the person reads the command.
+    Reads ``/dev/tty``, never stdin (stdin may carry the prompt, ``-p -``). The terminal is
+    opened as a plain descriptor: a text-mode ``open(…, "r+")`` wraps it in a
+    ``BufferedRandom``, which demands a seekable file and raises on every terminal. The answer
+    is read with ``loop.add_reader``, so the event loop keeps running while the person reads,
+    and a cancelled turn leaves no thread blocked on the terminal. Input typed before the
+    question is discarded first.
+
+    Only ``y``/``yes`` allows (this one call); anything else, an empty line included, denies.
+
+    Args:
+        workspace: where a command runs when the request names no directory of its own.
+        mode: the approval mode, named when the request does not say why it asks.
+        tty_path: the terminal to ask on.
     """
 
-    PROMPT = "allow? [y]es once / [a]lways (this exact command) / [n]o / n: reason > "
+    PROMPT = "allow? [y/N] (n: reason — tells the model why) > "
 
-    def __init__(self, tty_path: str = "/dev/tty") -> None:
+    def __init__(
+        self, workspace: Path | None = None, mode: str = "ask", tty_path: str = "/dev/tty"
+    ) -> None:
+        self.workspace = workspace
+        self.mode = mode
         self.tty_path = tty_path
 
     async def __call__(self, request: ApprovalRequested) -> ApprovalAnswer:
-        import asyncio
+        fd = os.open(self.tty_path, os.O_RDWR | os.O_NOCTTY)
+        try:
+            # Keys typed before this question (a "y" meant for an earlier one, a paste) must
+            # not answer a question the person has not seen yet.
+            with contextlib.suppress(termios.error, OSError):
+                termios.tcflush(fd, termios.TCIFLUSH)
+            _write(fd, self.describe(request) + self.PROMPT)
+            try:
+                line = await _read_line(fd)
+            except asyncio.CancelledError:
+                _write(fd, "\n(no longer waiting: the call was cancelled)\n")
+                raise
+            answer = parse_terminal_answer(line)
+            _write(fd, "allowed once\n" if answer.allowed else "denied\n")
+            return answer
+        finally:
+            os.close(fd)
 
-        return await asyncio.to_thread(self._ask, request)
+    def describe(self, request: ApprovalRequested) -> str:
+        """Everything the person needs to decide, whole: nothing clipped, controls shown."""
+        lines = ["", f"── {visible(request.tool_name)} needs approval ──"]
+        cwd = getattr(request, "cwd", None) or (str(self.workspace) if self.workspace else None)
+        where = f"{visible(request.actor)}" + (f", in {visible(cwd)}" if cwd else "")
+        lines.append(f"  runs on: {where}")
+        if request.command is not None:
+            lines.append("  command:")
+            lines.extend(f"    {line}" for line in visible(request.command).split("\n"))
+        else:
+            arguments = json.dumps(request.arguments, indent=2)  # escapes every control
+            lines.append("  arguments:")
+            lines.extend(f"    {line}" for line in arguments.splitlines())
+        if request.risk:
+            lines.append(f"  risk: {request.risk}")
+        for segment in request.segments:
+            reasons = f" — {'; '.join(visible(r) for r in segment.reasons)}"
+            lines.append(
+                f"    [{segment.risk}] {visible(segment.text)}{reasons if segment.reasons else ''}"
+            )
+        reason = getattr(request, "reason", None) or (
+            f"approval mode {self.mode}: this call needs your yes"
+        )
+        lines.append(f"  asks because: {visible(reason)}")
+        if request.claimed_risk:
+            lines.append(f"  the model rates it {visible(request.claimed_risk)}")
+        if request.why:
+            lines.append(f"  the model says why: {visible(request.why)}")
+        return "\n".join(lines) + "\n"
 
-    def _ask(self, request: ApprovalRequested) -> ApprovalAnswer:
-        with open(self.tty_path, "r+", encoding="utf-8") as tty:
-            tty.write(f"\n{request.tool_name} on {request.actor} needs approval\n")
-            if request.reason:
-                tty.write(f"  asks because: {request.reason}\n")
-            if request.command:
-                tty.write(f"  command: {request.command}\n")
-                for segment in request.segments:
-                    reasons = f" ({'; '.join(segment.reasons)})" if segment.reasons else ""
-                    tty.write(f"    [{segment.risk:>6}] {segment.text}{reasons}\n")
-            else:
-                tty.write(f"  arguments: {json.dumps(request.arguments)[:2000]}\n")
-            if request.why:
-                tty.write(f"  why: {request.why}\n")
-            if request.claimed_risk:
-                tty.write(f"  model's risk: {request.claimed_risk}; computed: {request.risk}\n")
-            while True:
-                tty.write(self.PROMPT)
-                tty.flush()
-                answer = tty.readline()
-                if not answer:
-                    return ApprovalAnswer.deny("no answer (the terminal closed)")
-                parsed = parse_terminal_answer(answer)
-                if parsed is not None:
-                    return parsed
+
+def visible(text: str) -> str:
+    """``text`` with every control and format character spelled out (``\\x1b``, ``\\u202e``).
+
+    Command text is written by the model: an escape sequence, a carriage return or a bidi
+    override in it could redraw or reorder what the terminal shows, so the person would approve
+    something other than what runs. Newlines stay, as line breaks of the command.
+    """
+    out: list[str] = []
+    for char in text:
+        if char == "\n" or (char.isprintable() and unicodedata.category(char) != "Cf"):
+            out.append(char)
+        elif ord(char) < 0x100:
+            out.append(f"\\x{ord(char):02x}")
+        else:
+            out.append(f"\\u{ord(char):04x}")
+    return "".join(out)
 
 
-def parse_terminal_answer(text: str) -> ApprovalAnswer | None:
+def _write(fd: int, text: str) -> None:
+    data = text.encode("utf-8", "replace")  # the terminal turns \n into \r\n itself
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+async def _read_line(fd: int) -> str:
+    """One line typed on the terminal ("" when it closes), without blocking the loop."""
+    loop = asyncio.get_running_loop()
+    buffer = bytearray()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        try:
+            chunk = os.read(fd, 4096)
+        except BlockingIOError:
+            return
+        except OSError:  # the terminal went away (EIO on hang-up)
+            chunk = b""
+        buffer.extend(chunk)
+        if (not chunk or b"\n" in chunk) and not done.done():
+            done.set_result(None)
+
+    os.set_blocking(fd, False)
+    loop.add_reader(fd, readable)
+    try:
+        await done
+    finally:
+        loop.remove_reader(fd)
+        os.set_blocking(fd, True)
+    return buffer.split(b"\n", 1)[0].decode("utf-8", "replace")
+
+
+def parse_terminal_answer(text: str) -> ApprovalAnswer:
+    """``y``/``yes`` allows once; ``n: reason`` denies with a message; anything else denies."""
     text = text.strip()
     lowered = text.lower()
     if lowered in ("y", "yes"):
         return ApprovalAnswer.allow_once()
-    if lowered in ("a", "always"):
-        return ApprovalAnswer(decision=ApprovalDecision.ALLOW_ALWAYS)
-    if lowered in ("n", "no"):
-        return ApprovalAnswer.deny()
     if lowered.startswith(("n:", "no:")):
         return ApprovalAnswer.deny(text.split(":", 1)[1].strip() or None)
-    return None
+    return ApprovalAnswer.deny()
+
+
+def has_terminal(tty_path: str = "/dev/tty") -> bool:
+    """Whether this process has a controlling terminal to ask on."""
+    try:
+        fd = os.open(tty_path, os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        return False
+    os.close(fd)
+    return True

@@ -23,7 +23,7 @@ from tui.agent.scheduler import JobOutcome
 from tui.agent.subagent import SubAgentTool
 from tui.agent.transcript import SessionStore, Transcript
 from tui.bus import EventBus
-from tui.config import LoadedSettings
+from tui.config import LoadedSettings, Settings
 from tui.events import Event, Notice, PaneSnapshot
 from tui.exec.backend import ExecutionBackend
 from tui.exec.local import LocalBackend
@@ -31,6 +31,7 @@ from tui.extensions import Extensions
 from tui.security.approval import ApprovalBroker, Approver
 from tui.security.grants import GrantStore
 from tui.security.policy import SecurityPolicy
+from tui.tools.base import Tool
 from tui.tools.builtin import builtin_tools
 from tui.tools.config_tool import ConfigTool
 from tui.tools.registry import ToolRegistry
@@ -212,25 +213,16 @@ def build_session(
         target_home=target_home,
     )
     backend = backend or LocalBackend(default_cwd=str(workspace))
-    registry = ToolRegistry(
-        tool
-        for tool in builtin_tools(backend, workspace if local_paths else None)
-        if settings.tools.enabled(tool.name)
-    )
-    search = registry.get("web_search")
-    if search is not None:
-        search.search_url = settings.web.search_url  # type: ignore[attr-defined]
-    shell = registry.get("run_shell")
-    if shell is not None:
-        shell.disk_cap = settings.agent.output_disk_cap  # type: ignore[attr-defined]
-    skill = registry.get("skill")
-    warnings.extend(getattr(skill, "problems", []))
+    registry = ToolRegistry()
     extensions = Extensions(
         loaded, workspace, registry, bus.publish, env=policy.command_env(), local=local_paths
     )
-    for tool in extensions.cron_tools():
-        if settings.tools.enabled(tool.name):
-            registry.register(tool)
+    for tool in agent_tools(
+        settings, backend, workspace if local_paths else None, extensions.cron_tools()
+    ):
+        registry.register(tool)
+    skill = registry.get("skill")
+    warnings.extend(getattr(skill, "problems", []))
     hooks = Hooks(
         pre_commands=list(settings.hooks.pre_tool_use),
         post_commands=list(settings.hooks.post_tool_use),
@@ -304,6 +296,38 @@ def build_session(
     for warning in warnings:
         bus.publish(Notice(message=warning, level="warning"))
     return session
+
+
+def agent_tools(
+    settings: Settings,
+    backend: ExecutionBackend,
+    workspace: Path | None,
+    cron: list[Tool[Any]],
+) -> list[Tool[Any]]:
+    """The tools a session starts with, minus those the settings switch off.
+
+    One definition for the agent, ``agent-tui tools`` and ``agent-tui tool``: what the CLI
+    lists is what it can run, and both are what the model gets. The rest joins a live session
+    later, as it needs one: MCP and OpenAPI tools (their servers), ``agent`` and
+    ``structured_output`` (the model loop), ``config`` (the live settings).
+
+    Args:
+        settings: which tools are on, and web_search's endpoint.
+        backend: where commands run; the tmux tools come only with a tmux backend.
+        workspace: whose skills ``skill`` offers (None: a workspace not on this machine).
+        cron: the cron tools, on the store (and scheduler) of the caller.
+    """
+    tools = [
+        tool
+        for tool in (*builtin_tools(backend, workspace), *cron)
+        if settings.tools.enabled(tool.name)
+    ]
+    for tool in tools:
+        if tool.name == "web_search":
+            tool.search_url = settings.web.search_url  # type: ignore[attr-defined]
+        elif tool.name == "run_shell":
+            tool.disk_cap = settings.agent.output_disk_cap  # type: ignore[attr-defined]
+    return tools
 
 
 def schema_path(loaded: LoadedSettings, workspace: Path) -> Path:
