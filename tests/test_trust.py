@@ -181,6 +181,15 @@ def test_dropping_a_deny_rule_or_widening_a_list_waits_for_trust(
     }
 
 
+def test_output_disk_cap_may_only_shrink_untrusted(workspace: Path, config_home: Path) -> None:
+    (workspace / ".agent-tui.toml").write_text("[agent]\noutput_disk_cap = 1000\n")
+    assert load_settings(workspace, env={}).settings.agent.output_disk_cap == 1000
+    (workspace / ".agent-tui.toml").write_text("[agent]\noutput_disk_cap = 1000000000000\n")
+    loaded = load_settings(workspace, env={})
+    assert loaded.settings.agent.output_disk_cap == 1 << 30
+    assert [c.key for c in loaded.trust.held] == ["agent.output_disk_cap"]
+
+
 def test_mcp_json_waits_for_trust_and_says_what_it_starts(
     workspace: Path, config_home: Path
 ) -> None:

@@ -301,6 +301,10 @@ def _judge(path: tuple[str, ...], value: Any, base: Any) -> tuple[str, Why] | No
         return f"switches the tool {path[1]} back on", "loosens"
     if path[-1] == "enabled" and value is False:
         return None
+    if path == ("agent", "output_disk_cap"):
+        if isinstance(value, int) and isinstance(base, int) and value <= base:
+            return None
+        return f"raises the disk kept for command output to {_show(value)} bytes", "loosens"
     if _within(path, _NEUTRAL):
         return None
     if path == ("provider", "base_url"):
