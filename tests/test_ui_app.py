@@ -28,7 +28,7 @@ from tui.ui.app import AgentApp
 from tui.ui.approval.modal import ApprovalScreen
 from tui.ui.grants.screen import GrantsScreen
 from tui.ui.messages import BusBatch
-from tui.ui.mirror.keys import coalesce
+from tui.ui.mirror.keys import Typed, coalesce
 from tui.ui.mirror.pane import PaneMirror
 
 pytestmark = pytest.mark.timeout(60)
@@ -283,13 +283,13 @@ def pane_snapshot_class() -> type[Event]:
 
 
 class KeyRecordingTmux(LocalBackend):
-    """A tmux-capable backend as far as the UI can tell: ``send_keys`` is recorded."""
+    """A tmux-capable backend as far as the UI can tell: what reaches the pane is recorded."""
 
     SUPPORTS_TMUX = True
 
     def __init__(self, workspace: Path) -> None:
         super().__init__(default_cwd=str(workspace))
-        self.sent: list[tuple[str, str, bool]] = []
+        self.sent: list[tuple[str, Typed]] = []
 
     @property
     def actor(self) -> str:
@@ -299,7 +299,13 @@ class KeyRecordingTmux(LocalBackend):
         self, target: str, keys: str, *, literal: bool = False, guard: bool = True
     ) -> None:
         assert guard is False  # the person typing is never held to the agent's guard
-        self.sent.append((target, keys, literal))
+        self.sent.append((target, Typed("text" if literal else "key", keys)))
+
+    async def send_input(self, pane_id: str, data: bytes) -> None:
+        self.sent.append((pane_id, Typed("text", data.decode())))
+
+    async def paste(self, pane_id: str, text: str) -> None:
+        self.sent.append((pane_id, Typed("paste", text)))
 
 
 async def test_take_over_the_pane_and_give_it_back(workspace: Path) -> None:
@@ -325,16 +331,16 @@ async def test_take_over_the_pane_and_give_it_back(workspace: Path) -> None:
         assert app.holding_pane and app.query_one(PaneMirror).has_focus
         assert "YOU HAVE THE PANE'S KEYBOARD" in app.status.plain
         await pilot.press("l", "s", "enter", "ctrl+c", "escape", "tab", "up")
-        await until(pilot, lambda: ("%7", "Up", False) in backend.sent, "keys to reach tmux")
-        assert {target for target, _, _ in backend.sent} == {"%7"}
-        # Typed text may arrive in one send-keys -l or several; the sequence is what counts.
-        assert coalesce([(keys, literal) for _, keys, literal in backend.sent]) == [
-            ("ls", True),
-            ("Enter", False),
-            ("C-c", False),
-            ("Escape", False),
-            ("Tab", False),
-            ("Up", False),
+        await until(pilot, lambda: ("%7", Typed("key", "Up")) in backend.sent, "keys to reach tmux")
+        assert {target for target, _ in backend.sent} == {"%7"}
+        # Typed text may arrive in one send or several; the sequence is what counts.
+        assert coalesce([typed for _, typed in backend.sent]) == [
+            Typed("text", "ls"),
+            Typed("key", "Enter"),
+            Typed("key", "C-c"),
+            Typed("key", "Escape"),
+            Typed("key", "Tab"),
+            Typed("key", "Up"),
         ]
         assert app.session.loop is None or not app.session.loop.running  # esc went to tmux
         await pilot.press("ctrl+right_square_bracket")

@@ -19,7 +19,7 @@ from tui.locations import styles_dir
 from tui.ui.adapter import BusAdapter
 from tui.ui.autoapprove import AutoApprove, DurationError, format_remaining, parse_duration
 from tui.ui.commands import UnknownCommand, parse_slash
-from tui.ui.mirror.keys import coalesce, tmux_key
+from tui.ui.mirror.keys import Typed, coalesce, typed_for
 from tui.ui.prompt.history import PromptHistory
 from tui.ui.tools.output import SPILL, OutputBuffer
 
@@ -141,26 +141,33 @@ def test_slash_commands_parse_and_unknown_ones_list_the_real_ones() -> None:
 @pytest.mark.parametrize(
     ("key", "character", "expected"),
     [
-        ("a", "a", ("a", True)),
-        ("A", "A", ("A", True)),
-        ("space", " ", ("Space", False)),
-        ("enter", "\r", ("Enter", False)),
-        ("ctrl+c", None, ("C-c", False)),
-        ("alt+f", None, ("M-f", False)),
-        ("ctrl+left", None, ("C-Left", False)),
-        ("pageup", None, ("PPage", False)),
-        ("f5", None, ("F5", False)),
-        ("shift+tab", None, ("BTab", False)),
-        ("backspace", "\x7f", ("BSpace", False)),
+        ("a", "a", Typed("text", "a")),
+        ("A", "A", Typed("text", "A")),
+        ("space", " ", Typed("text", " ")),
+        ("semicolon", ";", Typed("text", ";")),
+        ("minus", "-", Typed("text", "-")),
+        ("enter", "\r", Typed("key", "Enter")),
+        ("ctrl+c", None, Typed("key", "C-c")),
+        ("ctrl+space", None, Typed("key", "C-Space")),
+        ("alt+f", None, Typed("key", "M-f")),
+        ("alt+shift+a", "A", Typed("key", "M-A")),
+        ("alt+semicolon", ";", Typed("text", "\x1b;")),
+        ("ctrl+left", None, Typed("key", "C-Left")),
+        ("shift+up", None, Typed("key", "S-Up")),
+        ("pageup", None, Typed("key", "PPage")),
+        ("f5", None, Typed("key", "F5")),
+        ("shift+tab", None, Typed("key", "BTab")),
+        ("backspace", "\x7f", Typed("key", "BSpace")),
+        ("<ignore>", "\x1b[?1;2c", None),
     ],
 )
-def test_keys_become_tmux_keys(key: str, character: str | None, expected: tuple[str, bool]) -> None:
-    assert tmux_key(events.Key(key, character)) == expected
+def test_keys_become_tmux_keys(key: str, character: str | None, expected: Typed | None) -> None:
+    assert typed_for(events.Key(key, character)) == expected
 
 
 def test_typed_text_is_sent_in_runs() -> None:
-    keys = [("l", True), ("s", True), ("Enter", False), ("x", True)]
-    assert coalesce(keys) == [("ls", True), ("Enter", False), ("x", True)]
+    keys = [Typed("text", "l"), Typed("text", "s"), Typed("key", "Enter"), Typed("text", "x")]
+    assert coalesce(keys) == [Typed("text", "ls"), Typed("key", "Enter"), Typed("text", "x")]
 
 
 # -- styles and import weight ----------------------------------------------------------------

@@ -44,7 +44,7 @@ from tui.ui.chat.todo import TodoList
 from tui.ui.commands import SlashCommandProvider, UnknownCommand, help_markdown, parse_slash
 from tui.ui.interrupt import QUIT_HINT, QUIT_WINDOW, CtrlC
 from tui.ui.messages import BusBatch, PaneKeys, PaneRelease, PromptSubmitted, ToolBlockAction
-from tui.ui.mirror.keys import coalesce
+from tui.ui.mirror.keys import KeysNotSent, Typed, forward
 from tui.ui.mirror.pane import MirrorPanel, PaneFrame
 from tui.ui.prompt.history import PromptHistory
 from tui.ui.prompt.input import PromptInput
@@ -184,8 +184,9 @@ class AgentApp(App[int]):
         """Set once a session is attached."""
         self._approvals: collections.deque[ApprovalRequested] = collections.deque()
         self._user_cancels: dict[str, asyncio.Event] = {}
-        self._pane_keys: list[tuple[str, bool]] = []
+        self._pane_keys: list[Typed] = []
         self._sending_keys = False
+        self._keys_failing = False
         self._subscription: Subscription | None = None
         self._adapter: BusAdapter | None = None
         self._was_auto = False
@@ -970,17 +971,24 @@ class AgentApp(App[int]):
 
     @work(group="pane-keys", exit_on_error=False, description="forward keys to the tmux pane")
     async def _send_pane_keys(self) -> None:
+        """Send what was typed, in order; a failure is said once and the person keeps the pane."""
         backend: Any = self.session.backend
         try:
             while self._pane_keys and self.pane_target is not None:
-                batch = coalesce(self._pane_keys)
+                batch = list(self._pane_keys)
                 self._pane_keys.clear()
-                for keys, literal in batch:
-                    # The person is at the keyboard: no shared-shell guard, no policy.
-                    await backend.send_keys(self.pane_target, keys, literal=literal, guard=False)
-        except Exception as error:
-            self.notify(f"could not type into the pane: {error}", severity="error")
-            self.action_release_pane()
+                try:
+                    await forward(backend, self.pane_target, batch)
+                    self._keys_failing = False
+                except KeysNotSent as failed:
+                    if not self._keys_failing:
+                        self._keys_failing = True
+                        self.chat.add_error(
+                            "keys not sent",
+                            f"tmux {self.pane_target} did not take {len(failed.unsent)} of "
+                            f"the keys you typed: {failed.error}. You still have its keyboard; "
+                            "ctrl+] gives it back.",
+                        )
         finally:
             self._sending_keys = False
 

@@ -14,6 +14,7 @@ from textual.message import Message
 
 if TYPE_CHECKING:
     from tui.events import Event
+    from tui.ui.mirror.keys import Typed
 
 
 @dataclass
@@ -50,8 +51,8 @@ class ToolBlockAction(Message):
 class PaneKeys(Message):
     """Keys the user typed while holding the mirrored pane's keyboard, in tmux's vocabulary."""
 
-    keys: list[tuple[str, bool]] = field(default_factory=list)
-    """``(keys, literal)`` pairs: literal text, or one tmux key name such as ``Enter``."""
+    keys: list[Typed] = field(default_factory=list)
+    """Text, tmux key names (``Enter``, ``C-c``) and pastes, in the order they were typed."""
 
 
 @dataclass

@@ -31,6 +31,7 @@ from tui.exec.local import LocalBackend
 from tui.exec.tmux import lifecycle, orphans
 from tui.exec.tmux.control import ControlClient, ControlClosed, Reply, TmuxCommandError, quote
 from tui.exec.tmux.guard import check_shared_shell
+from tui.exec.tmux.keyboard import hex_lines, literal_lines, paste_lines
 from tui.exec.tmux.markers import (
     CommandStream,
     ShellKind,
@@ -504,7 +505,7 @@ class TmuxBackend(ExecutionBackend):
         """Paste ``text`` (bracketed if the program asked for it) and press Enter."""
         buffer = f"atui-{pane_id.lstrip('%')}"
         lines = [
-            f"set-buffer {'-a ' if index else ''}-b {buffer} {quote(chunk)}"
+            f"set-buffer {'-a ' if index else ''}-b {buffer} -- {quote(chunk)}"
             for index, chunk in enumerate(_chunks(text, TYPE_CHUNK))
         ]
         if text:
@@ -998,9 +999,7 @@ class TmuxBackend(ExecutionBackend):
             if status is not None and detect_shell(status.command) is not None:
                 check_shared_shell(text)
         if literal:
-            lines = [
-                f"send-keys -t {pane_id} -l {quote(chunk)}" for chunk in _chunks(text, TYPE_CHUNK)
-            ]
+            lines = literal_lines(pane_id, text)
         else:
             lines = [f"send-keys -t {pane_id} {quote(key)}" for key in items]
         if enter:
@@ -1015,10 +1014,18 @@ class TmuxBackend(ExecutionBackend):
         """Raw bytes from a person's keyboard to a pane (``send-keys -H``): no guard, no policy."""
         state = self._panes.get(pane_id)
         client = await self._client(state.session) if state else await self._primary()
-        lines = [
-            f"send-keys -t {pane_id} -H " + " ".join(f"{byte:02x}" for byte in data[i : i + 256])
-            for i in range(0, len(data), 256)
-        ]
+        for reply in await client.commands(hex_lines(pane_id, data)):
+            reply.check()
+
+    async def paste(self, pane_id: str, text: str) -> None:
+        """A person's paste into a pane, as their terminal would paste it: no guard, no policy.
+
+        Bracketed when the pane's program asked for bracketed paste, otherwise typed with
+        each newline as Enter (``keyboard.paste_lines``).
+        """
+        state = self._panes.get(pane_id)
+        client = await self._client(state.session) if state else await self._primary()
+        lines = paste_lines(pane_id, text, f"atui-keys-{pane_id.lstrip('%')}")
         for reply in await client.commands(lines):
             reply.check()
 

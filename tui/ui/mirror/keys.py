@@ -1,11 +1,19 @@
-"""Textual key events to ``tmux send-keys`` arguments.
+"""The person's keys during a take-over, from Textual events to the pane, in order.
 
-Printable characters go as literal text (``send-keys -l``), everything else as one tmux key
-name (``Enter``, ``C-c``, ``M-f``, ``PPage``). Ctrl+] is never forwarded: it is how the
-person gives the keyboard back.
+Three kinds of input reach a pane: text (every printable character, ``;``, a leading
+``--``, quotes, unicode), which goes as its UTF-8 bytes so tmux's command parser never reads
+it; named keys (arrows, F-keys, Ctrl/Alt combinations), which go as tmux key names so tmux
+writes the escape sequence the pane's program asked for (cursor-key mode, extended keys);
+and pastes, which go through a tmux buffer and ``paste-buffer -p`` (bracketed when the
+program asked for it). Ctrl+] is never forwarded: it is how the person gives the keyboard
+back.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 from textual import events
 
@@ -17,7 +25,6 @@ _NAMED = {
     "backspace": "BSpace",
     "tab": "Tab",
     "shift+tab": "BTab",
-    "space": "Space",
     "up": "Up",
     "down": "Down",
     "left": "Left",
@@ -31,45 +38,126 @@ _NAMED = {
 }
 _NAMED.update({f"f{n}": f"F{n}" for n in range(1, 13)})
 _MODIFIERS = {"ctrl": "C-", "alt": "M-", "shift": "S-"}
+_SYMBOLS = {
+    "space": "Space",
+    "at": "@",
+    "left_square_bracket": "[",
+    "backslash": "\\",
+    "circumflex_accent": "^",
+    "underscore": "_",
+}
+
+Kind = Literal["text", "key", "paste"]
 
 
-def tmux_key(event: events.Key) -> tuple[str, bool] | None:
-    """``(keys, literal)`` for one key press, or None when it cannot be forwarded."""
+@dataclass(frozen=True)
+class Typed:
+    """One thing the person typed, in the form the pane gets it."""
+
+    kind: Kind
+    """``text`` (sent as bytes), ``key`` (one tmux key name) or ``paste``."""
+    data: str
+    """The text, the pasted text, or the key name (``Enter``, ``C-c``, ``M-f``, ``F5``)."""
+
+
+def typed_for(event: events.Key) -> Typed | None:
+    """What one key press sends to the pane, or None for a key with nothing to send.
+
+    Text is whatever character the key produced; modified keys become tmux names
+    (``C-Left``, ``M-f``, ``S-Up``); a combination tmux has no name for falls back to the
+    character the terminal sent (Alt as a leading Escape), so no key with a character is lost.
+    """
     key = event.key
+    if key.startswith("<"):
+        return None  # a sequence Textual chose to ignore (``<ignore>``), not a key press
     if key in _NAMED:
-        return _NAMED[key], False
-    if event.is_printable and event.character and not key.startswith(("ctrl+", "alt+")):
-        return event.character, True
+        return Typed("key", _NAMED[key])
     *modifiers, base = key.split("+")
-    if not modifiers:
-        return (event.character, True) if event.character else None
-    prefix = ""
-    for modifier in modifiers:
-        if modifier not in _MODIFIERS:
+    if not modifiers or not set(modifiers) & {"ctrl", "alt"}:
+        if event.character:
+            return Typed("text", event.character)
+        if not modifiers:
             return None
-        prefix += _MODIFIERS[modifier]
+    name = _key_name(modifiers, base)
+    if name is not None:
+        return Typed("key", name)
+    if not event.character:
+        return None
+    if modifiers == ["alt"] or modifiers == ["alt", "shift"]:
+        return Typed("text", "\x1b" + event.character)
+    return Typed("text", event.character)
+
+
+def typed_paste(event: events.Paste) -> Typed | None:
+    """A paste goes whole, as one bracketed paste if the pane's program asked for that."""
+    return Typed("paste", event.text) if event.text else None
+
+
+def _key_name(modifiers: list[str], base: str) -> str | None:
+    if any(modifier not in _MODIFIERS for modifier in modifiers):
+        return None
+    if len(base) == 1 and base.isalpha() and "shift" in modifiers:
+        # Alt+Shift+a is M-A to tmux, as the terminal sends it: ESC A.
+        modifiers = [modifier for modifier in modifiers if modifier != "shift"]
+        base = base.upper()
+    prefix = "".join(_MODIFIERS[modifier] for modifier in modifiers)
     if base in _NAMED:
-        return prefix + _NAMED[base], False
-    if len(base) == 1:
-        return prefix + base, False
-    symbols = {
-        "at": "@",
-        "left_square_bracket": "[",
-        "backslash": "\\",
-        "circumflex_accent": "^",
-        "underscore": "_",
-    }
-    if base in symbols:
-        return prefix + symbols[base], False
+        return prefix + _NAMED[base]
+    if len(base) == 1 and base.isascii() and base.isprintable():
+        return prefix + base
+    if base in _SYMBOLS:
+        return prefix + _SYMBOLS[base]
     return None
 
 
-def coalesce(keys: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
-    """Join runs of literal text, so typing a word is one ``send-keys -l``."""
-    merged: list[tuple[str, bool]] = []
-    for keys_text, literal in keys:
-        if literal and merged and merged[-1][1]:
-            merged[-1] = (merged[-1][0] + keys_text, True)
+def coalesce(items: Sequence[Typed]) -> list[Typed]:
+    """Join runs of text, so a burst of typing is one send; never reorders anything."""
+    merged: list[Typed] = []
+    for item in items:
+        if item.kind == "text" and merged and merged[-1].kind == "text":
+            merged[-1] = Typed("text", merged[-1].data + item.data)
         else:
-            merged.append((keys_text, literal))
+            merged.append(item)
     return merged
+
+
+class PaneKeyboard(Protocol):
+    """What a take-over needs from a tmux backend (``TmuxBackend`` has all three)."""
+
+    async def send_input(self, pane_id: str, data: bytes) -> None: ...
+
+    async def send_keys(
+        self, target: str, keys: str, *, literal: bool = False, guard: bool = True
+    ) -> object: ...
+
+    async def paste(self, pane_id: str, text: str) -> None: ...
+
+
+class KeysNotSent(Exception):
+    """A send failed; ``unsent`` is what did not reach the pane, the failed item first."""
+
+    def __init__(self, error: Exception, unsent: list[Typed]) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.unsent = unsent
+
+
+async def forward(keyboard: PaneKeyboard, pane_id: str, items: Sequence[Typed]) -> None:
+    """Send ``items`` to the pane in order, runs of text joined.
+
+    Raises:
+        KeysNotSent: a send failed; nothing after it was sent, so nothing arrives out of
+            order.
+    """
+    batch = coalesce(items)
+    for index, item in enumerate(batch):
+        try:
+            if item.kind == "text":
+                await keyboard.send_input(pane_id, item.data.encode())
+            elif item.kind == "paste":
+                await keyboard.paste(pane_id, item.data)
+            else:
+                # The person is at the keyboard: no shared-shell guard, no policy.
+                await keyboard.send_keys(pane_id, item.data, guard=False)
+        except Exception as error:
+            raise KeysNotSent(error, batch[index:]) from error

@@ -25,7 +25,7 @@ from textual.strip import Strip
 from textual.widgets import Static
 
 from tui.ui.messages import PaneKeys, PaneRelease
-from tui.ui.mirror.keys import RELEASE_KEYS, tmux_key
+from tui.ui.mirror.keys import RELEASE_KEYS, typed_for, typed_paste
 
 
 @dataclass
@@ -168,14 +168,15 @@ class PaneMirror(ScrollView, can_focus=True):
         if event.key in RELEASE_KEYS:
             self.post_message(PaneRelease())
             return
-        translated = tmux_key(event)
-        if translated is not None:
-            self.post_message(PaneKeys([translated]))
+        typed = typed_for(event)
+        if typed is not None:
+            self.post_message(PaneKeys([typed]))
 
     def on_paste(self, event: events.Paste) -> None:
-        if self.holding and event.text:
+        typed = typed_paste(event)
+        if self.holding and typed is not None:
             event.stop()
-            self.post_message(PaneKeys([(event.text, True)]))
+            self.post_message(PaneKeys([typed]))
 
 
 class MirrorPanel(Vertical):
