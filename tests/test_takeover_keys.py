@@ -19,7 +19,15 @@ from hypothesis import strategies as st
 from textual import events
 from textual._xterm_parser import XTermParser
 
-from tests.tmux_helpers import kill_server, needs_tmux, new_socket_name, tmux, tmux_backends
+from tests.tmux_helpers import (
+    SHELL,
+    clean_env,
+    kill_server,
+    needs_tmux,
+    new_socket_name,
+    tmux,
+    tmux_backends,
+)
 from tui.exec.tmux.backend import TmuxBackend
 from tui.ui.mirror.keys import Typed, forward, typed_for, typed_paste
 
@@ -45,13 +53,20 @@ class Pane:
         """Type ``command`` and Enter at the pane's shell."""
         await self.backend.send_keys(self.pane_id, command, literal=True, enter=True, guard=False)
 
-    async def start(self, program: str, name: str) -> tuple[Path, Path]:
-        """Run ``program > file`` in the pane; returns the file and the one made when it ends."""
+    async def start(self, program: str, name: str, runs: str = "") -> tuple[Path, Path]:
+        """Run ``program > file`` until ``runs`` (by default its first word) holds the pane.
+
+        Returns the file and the one made when the program has ended.
+        """
+        # Whatever an earlier (failed) example left running goes first: each starts clean.
+        if await self.current_command() != "bash":
+            await self.backend.send_keys(self.pane_id, "C-c")
+            await until(self.current_command, "bash", what="the shell's prompt")
         self.runs += 1
         out, done = self.root / f"{name}-{self.runs}", self.root / f"{name}-{self.runs}.done"
         await self.shell(f"{program} > {out}; : > {done}")
-        command = program.split()[0]
-        await until(lambda: self.current_command(), command, what=f"{command} to run")
+        command = runs or program.split()[0]
+        await until(self.current_command, command, what=f"{command} to run")
         return out, done
 
     def shows(self, text: str) -> Callable[[], Awaitable[bool]]:
@@ -222,10 +237,8 @@ NAMED = [
 async def test_named_keys_arrive_as_the_escape_sequences_programs_expect(pane: Pane) -> None:
     """Raw mode: every byte reaches ``head -c``, so each key's sequence is seen exactly."""
     expected = b"".join(sent for _, _, sent in NAMED)
-    await pane.backend.send_keys(
-        pane.pane_id, "stty raw -echo", literal=True, enter=True, guard=False
-    )
-    out, done = await pane.start(f"head -c {len(expected)}", "named")
+    # Raw mode set by the program's own line, so no tty change is in flight when keys arrive.
+    out, done = await pane.start(f"stty raw -echo; head -c {len(expected)}", "named", "head")
     items: list[Typed] = []
     for name, sequence, _ in NAMED:
         keys = typed(sequence)
@@ -255,11 +268,9 @@ async def test_a_paste_is_bracketed_when_the_program_asks(pane: Pane) -> None:
     pasted = "one ; two\n-- three\n\x1b[201~rm -rf x\n"
     clean = "one ; two\r-- three\rrm -rf x\r"
     expected = b"\x1b[200~" + clean.encode() + b"\x1b[201~"
-    await pane.backend.send_keys(
-        pane.pane_id, "stty raw -echo", literal=True, enter=True, guard=False
-    )
     # tmux reads the pane's output in order: once READY shows, the mode switch before it is in.
-    program = f"printf '\\033[?2004hRE''ADY\\n' > /dev/tty; head -c {len(expected)}"
+    ready = "printf '\\033[?2004hRE''ADY\\n' > /dev/tty"
+    program = f"stty raw -echo; {ready}; head -c {len(expected)}"
     out, done = await pane.start(f"sh -c {_sh(program)}", "bracketed")
     await until(pane.shows("READY"), what="bracketed paste turned on")
     paste = typed_paste(events.Paste(pasted))
@@ -271,3 +282,54 @@ async def test_a_paste_is_bracketed_when_the_program_asks(pane: Pane) -> None:
 
 def _sh(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
+
+
+# -- through the app's take-over -------------------------------------------------------------
+
+
+async def test_the_apps_take_over_types_what_the_person_typed(workspace: Path) -> None:
+    """Ctrl+T, then keys one by one, a fast burst and a paste: the pane's ``cat`` gets them all."""
+    from tests.test_ui_app import app_for, make_session, send
+    from tests.test_ui_app import until as ui_until
+    from tui.exec.local import LocalBackend
+    from tui.ui.mirror.pane import PaneMirror
+
+    socket = new_socket_name()
+    backend = TmuxBackend(
+        LocalBackend(default_cwd=str(workspace)),
+        socket_name=socket,
+        shell=SHELL,
+        config="/dev/null",
+        default_cwd=str(workspace),
+        env=clean_env(),
+        width=80,
+        height=20,
+    )
+    app = app_for(make_session(workspace, None, backend=backend))
+    out = workspace / "typed.txt"
+    reported = "a ; b | & $ \" ' { # ~ z"
+    pasted = "first ; line\n--second\n  'third' \"$HOME\" ~ #x\n"
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await send(pilot, app, "!echo agent-ready")
+            await ui_until(pilot, lambda: app.pane_target is not None, "the agent's pane")
+            pane = Pane(backend, app.pane_target or "", socket, workspace)
+            await pilot.press("ctrl+t")
+            assert app.holding_pane and app.query_one(PaneMirror).has_focus
+            await pilot.press(*"cat > typed.txt", "enter")
+            await until(pane.current_command, "cat", what="cat to run")
+            await pilot.press(*reported, "enter")
+            # A burst, as a terminal delivers fast typing: every event queued before any is sent.
+            assert app._driver is not None
+            for key in terminal_keys("-- -x\r-\r"):
+                app._driver.send_message(key)
+            app._driver.send_message(events.Paste(pasted))
+            app._driver.send_message(terminal_keys("\x04")[0])
+            await until(pane.current_command, "bash", what="cat to end")
+            assert out.read_text() == f"{reported}\n-- -x\n-\n{pasted}"
+            assert app.holding_pane
+            errors = [str(box.border_title) for box in app.chat.query("ErrorBox")]
+            assert errors == []
+    finally:
+        await backend.close()
+        kill_server(socket)
