@@ -21,6 +21,7 @@ from textual.pilot import Pilot
 from tests.scripted_server import ScriptedServer
 from tui.config import load_settings
 from tui.events import Event
+from tui.exec.backend import BackendError
 from tui.exec.local import LocalBackend
 from tui.security.rules import Rule
 from tui.session import AgentSession, build_session
@@ -348,6 +349,44 @@ async def test_take_over_the_pane_and_give_it_back(workspace: Path) -> None:
         sent = len(backend.sent)
         await pilot.press("x")
         assert app.prompt.text == "x" and len(backend.sent) == sent
+
+
+class RefusingTmux(KeyRecordingTmux):
+    """A pane whose tmux went away: every send is tried (and recorded) and fails."""
+
+    async def send_keys(
+        self, target: str, keys: str, *, literal: bool = False, guard: bool = True
+    ) -> None:
+        await super().send_keys(target, keys, literal=literal, guard=guard)
+        raise BackendError("no server running on /tmp/tmux-0/gone")
+
+    async def send_input(self, pane_id: str, data: bytes) -> None:
+        await super().send_input(pane_id, data)
+        raise BackendError("no server running on /tmp/tmux-0/gone")
+
+
+async def test_a_failing_send_is_said_once_and_keeps_the_take_over(workspace: Path) -> None:
+    backend = RefusingTmux(workspace)
+    session = make_session(workspace, None, backend=backend)
+    app = app_for(session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        session.bus.publish(
+            pane_snapshot_class()(pane_id="%7", actor="local", lines=["$ "], cursor_x=2)  # type: ignore[call-arg]
+        )
+        await until(pilot, lambda: app.query_one(PaneMirror).frame is not None, "a frame")
+        await pilot.press("ctrl+t")
+        await pilot.press("a", "enter", "b", "c", "up")
+        await until(pilot, lambda: ("%7", Typed("key", "Up")) in backend.sent, "the arrow key")
+        errors = [box for box in app.chat.query("ErrorBox") if box.border_title == "keys not sent"]
+        assert len(errors) == 1 and "no server running" in str(errors[0].render())
+        assert app.holding_pane and app.query_one(PaneMirror).has_focus
+        # Every key typed after a failure is still tried, in the order typed.
+        assert coalesce([typed for _, typed in backend.sent]) == [
+            Typed("text", "a"),
+            Typed("key", "Enter"),
+            Typed("text", "bc"),
+            Typed("key", "Up"),
+        ]
 
 
 async def test_mirror_repaints_only_changed_lines(workspace: Path) -> None:

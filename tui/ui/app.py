@@ -938,6 +938,7 @@ class AgentApp(App[int]):
             return
         self.mirror.display = True
         self.holding_pane = True
+        self._keys_failing = False
         self.refresh_bindings()
         self.mirror.set_holding(True)
         self.status.set(holding_pane=True)
@@ -971,7 +972,7 @@ class AgentApp(App[int]):
 
     @work(group="pane-keys", exit_on_error=False, description="forward keys to the tmux pane")
     async def _send_pane_keys(self) -> None:
-        """Send what was typed, in order; a failure is said once and the person keeps the pane."""
+        """Send what was typed, in order; a failure is said once per take-over, never ends it."""
         backend: Any = self.session.backend
         try:
             while self._pane_keys and self.pane_target is not None:
@@ -979,7 +980,6 @@ class AgentApp(App[int]):
                 self._pane_keys.clear()
                 try:
                     await forward(backend, self.pane_target, batch)
-                    self._keys_failing = False
                 except KeysNotSent as failed:
                     if not self._keys_failing:
                         self._keys_failing = True
