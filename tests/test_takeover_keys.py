@@ -333,3 +333,11 @@ async def test_the_apps_take_over_types_what_the_person_typed(workspace: Path) -
     finally:
         await backend.close()
         kill_server(socket)
+
+
+async def test_one_character_key_names_are_keys_not_flags(pane: Pane) -> None:
+    """The agent's key names ``-``, ``;``, ``#``, ``~`` reach the pane: quoted, never parsed."""
+    out, done = await pane.start("cat", "names")
+    await pane.backend.send_keys(pane.pane_id, ["-", ";", "#", "~", "Enter", "C-d"])
+    await until(exists(done), what="cat to end")
+    assert out.read_text() == "-;#~\n"

@@ -1001,7 +1001,7 @@ class TmuxBackend(ExecutionBackend):
         if literal:
             lines = literal_lines(pane_id, text)
         else:
-            lines = [f"send-keys -t {pane_id} {quote(key)}" for key in items]
+            lines = [f"send-keys -t {pane_id} -- {quote(key)}" for key in items]
         if enter:
             lines.append(f"send-keys -t {pane_id} Enter")
         if lines:
