@@ -9,6 +9,7 @@ own xterm parser into key events. From there they take the app's path (``typed_f
 from __future__ import annotations
 
 import asyncio
+import shutil
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -287,7 +288,16 @@ def _sh(text: str) -> str:
 # -- through the app's take-over -------------------------------------------------------------
 
 
-async def test_the_apps_take_over_types_what_the_person_typed(workspace: Path) -> None:
+@pytest.mark.parametrize(
+    "shell",
+    [
+        pytest.param(SHELL, id="bash"),
+        pytest.param(
+            "zsh -f", id="zsh", marks=pytest.mark.skipif(not shutil.which("zsh"), reason="no zsh")
+        ),
+    ],
+)
+async def test_the_apps_take_over_types_what_the_person_typed(workspace: Path, shell: str) -> None:
     """Ctrl+T, then keys one by one, a fast burst and a paste: the pane's ``cat`` gets them all."""
     from tests.test_ui_app import app_for, make_session, send
     from tests.test_ui_app import until as ui_until
@@ -298,7 +308,7 @@ async def test_the_apps_take_over_types_what_the_person_typed(workspace: Path) -
     backend = TmuxBackend(
         LocalBackend(default_cwd=str(workspace)),
         socket_name=socket,
-        shell=SHELL,
+        shell=shell,
         config="/dev/null",
         default_cwd=str(workspace),
         env=clean_env(),
@@ -325,7 +335,7 @@ async def test_the_apps_take_over_types_what_the_person_typed(workspace: Path) -
                 app._driver.send_message(key)
             app._driver.send_message(events.Paste(pasted))
             app._driver.send_message(terminal_keys("\x04")[0])
-            await until(pane.current_command, "bash", what="cat to end")
+            await until(pane.current_command, shell.split()[0], what="cat to end")
             assert out.read_text() == f"{reported}\n-- -x\n-\n{pasted}"
             assert app.holding_pane
             errors = [str(box.border_title) for box in app.chat.query("ErrorBox")]
