@@ -246,10 +246,12 @@ def build_session(
                 max_tokens=settings.provider.max_tokens,
                 subagent_max_turns=settings.agent.subagent_max_turns,
                 require_structured_output=answer_schema is not None,
+                context_window=settings.provider.context_window,
             ),
             hooks=hooks,
             on_message=transcript.append_message,
             messages=messages,
+            on_compaction=transcript.append_compaction,
         )
         if settings.tools.enabled("agent"):
             registry.register(SubAgentTool(loop))
