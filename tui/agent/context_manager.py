@@ -27,6 +27,9 @@ from tui.events import Compacted
 TRIGGER = 0.85
 TARGET = 0.6
 SUMMARY_ANSWER_TOKENS = 2_048
+UNSTATED_SHRINK = 0.8
+"""After a "too long" that names no limit, the window is taken to be this much of what was
+sent (again after each such error, so the guess converges)."""
 
 Reason = Literal["auto", "overflow", "manual"]
 
@@ -53,6 +56,21 @@ class ContextManager:
         window = self.meter.window
         limit = int(window * TRIGGER)
         return min(limit, window - max_tokens) if max_tokens else limit
+
+    def learn_from(
+        self,
+        limit: int | None,
+        system: str,
+        tools: list[dict[str, Any]],
+        messages: list[Message],
+    ) -> None:
+        """A server refused the prompt as too long. Believe the limit it states; when it
+        states none (Ollama), the window is below what was just sent, so shrink the guess."""
+        if limit:
+            self.meter.learn(limit)
+            return
+        sent = self.meter.estimate(system, tools, messages)
+        self.meter.learn(int(min(sent, self.meter.window) * UNSTATED_SHRINK))
 
     def needs_room(
         self,

@@ -261,13 +261,14 @@ class AgentLoop:
         A rejected request produced nothing, so the retry runs no step twice."""
         if not await self._cancellable(self._make_room_if_needed()):
             return None
+        tools = self._tool_definitions()
         try:
             return await self._request_once()
         except ProviderError as error:
             too_long = from_error(error)
             if too_long is None:
                 raise
-        self.context.meter.learn(too_long.limit)
+        self.context.learn_from(too_long.limit, self.system_prompt, tools, self.messages)
         self.emit(Notice(message=f"the model's window is full ({too_long.msg}); compacting"))
         if not await self._cancellable(self._compact(reason="overflow")):
             if self._cancel.is_set():
