@@ -97,6 +97,12 @@ class AgentSession:
             raise ProviderError(self.provider_error or "no model provider is configured")
         return await self.loop.submit(prompt)
 
+    async def compact(self, focus: str = "") -> bool:
+        """``/compact``: shrink what is sent to the model; the transcript keeps everything."""
+        if self.loop is None:
+            return False
+        return await self.loop.compact(focus)
+
     async def aclose(self) -> None:
         if self.extensions is not None:
             await self.extensions.aclose()

@@ -582,6 +582,16 @@ class AgentApp(App[int]):
             level="warning",
         )
 
+    def _slash_compact(self, argument: str) -> None:
+        if self.session.loop is None:
+            self.chat.add_notice("no model provider: nothing to compact", level="warning")
+            return
+        self._compact(argument)
+
+    @work(group="compact", exclusive=True, exit_on_error=False, description="compact the chat")
+    async def _compact(self, focus: str) -> None:
+        await self.session.compact(focus)
+
     async def _slash_mcp(self, argument: str) -> None:
         extensions = self.session.extensions
         if extensions is None:
