@@ -390,12 +390,15 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode("utf-8", "replace")
         path = self.path.split("?", 1)[0].rstrip("/")
+        kept = body
+        if not scripted.record_bodies and isinstance(body, dict):
+            kept = {"bytes": len(raw), "tools": bool(body.get("tools"))}
         scripted.record(
             RecordedRequest(
                 method="POST",
                 path=path,
                 headers={k.lower(): v for k, v in self.headers.items()},
-                body=body,
+                body=kept,
                 received_at=time.monotonic(),
             )
         )
@@ -610,11 +613,14 @@ class ScriptedServer:
         window_tokens: int | None = None,
         window_error: str = "auto",
         summary_text: str | None = None,
+        record_bodies: bool = True,
     ) -> None:
         self._steps: list[Step] = list(script or [])
         self.window_tokens = window_tokens
         self.window_error = window_error
         self.summary_text = summary_text
+        self.record_bodies = record_bodies
+        """False keeps only each body's size and whether it had tools (long benchmarks)."""
         self.rejected = 0
         """Requests refused as over the window."""
         self.summary_requests = 0

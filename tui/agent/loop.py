@@ -534,6 +534,7 @@ class AgentLoop:
                 max_turns=max_turns or self.settings.subagent_max_turns,
                 plan=self.settings.plan,
                 max_tokens=self.settings.max_tokens,
+                context_window=self.settings.context_window,
             ),
             hooks=self.hooks,
             loop_id=child_id,
