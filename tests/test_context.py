@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -29,13 +30,15 @@ from tests.test_loop import (
     tools_step,
     user_texts,
 )
-from tui.agent.compaction import SUMMARY_HEADER
+from tui.agent.compaction import SUMMARY_HEADER, stub_outputs, summarise
 from tui.agent.context_window import table_window
+from tui.agent.providers.base import Message, ToolCall
 from tui.agent.providers.context_errors import classify
 from tui.agent.transcript import SessionStore
 from tui.config import load_settings
 from tui.events import Compacted, TurnEnded
 from tui.session import AgentSession, build_session
+from tui.tools.truncation import envelope
 
 both_apis = pytest.mark.parametrize("api", ["openai", "anthropic"])
 SUMMARY = "The agent ran numbered steps that each append a line to steps.log."
@@ -233,3 +236,68 @@ async def test_resuming_a_compacted_session_sends_the_compacted_form(
     assert sent.count("y" * OUTPUT_CHARS) == 2
     assert "run five steps" in sent and "and now?" in sent
     assert steps_run(workspace) == [f"step-{n}" for n in range(1, 6)]
+
+
+# -- what a compaction keeps -------------------------------------------------------------------
+
+
+def tool_message(call_id: str, name: str, text: str) -> Message:
+    return Message(role="tool", content=envelope(text), tool_call_id=call_id, tool_name=name)
+
+
+def test_stubs_name_a_file_holding_exactly_their_own_output(workspace: Path) -> None:
+    # Models reuse ids across turns: two outputs of "call_1" must not share one file.
+    first, second = "a" * 2_000, "b" * 2_000
+    messages = [
+        Message(role="user", content="go"),
+        Message(role="assistant", tool_calls=[ToolCall("call_1", "run_shell", "{}")]),
+        tool_message("call_1", "run_shell", first),
+        Message(role="assistant", tool_calls=[ToolCall("call_1", "run_shell", "{}")]),
+        tool_message("call_1", "run_shell", second),
+    ]
+    stubbed, count = stub_outputs(messages, keep_from=len(messages))
+    assert count == 2
+    paths = [re.search(r"full output in (\S+) ", m.content).group(1) for m in stubbed[2::2]]  # type: ignore[union-attr]
+    assert [Path(p).read_text() for p in paths] == [first, second]
+
+
+async def test_a_summary_keeps_the_persons_words_tasks_files_and_open_calls() -> None:
+    todo = '{"todos": [{"content": "Fix the parser", "status": "in_progress"}]}'
+    messages = [
+        Message(role="user", content="please fix the parser"),
+        Message(role="assistant", tool_calls=[ToolCall("t1", "todo_write", todo)]),
+        tool_message("t1", "todo_write", "Task list updated: 0/1 completed.\n[>] Fix the parser"),
+        Message(
+            role="assistant",
+            tool_calls=[ToolCall("e1", "edit_file", '{"path": "src/parser.py", "old": "a"}')],
+        ),
+        tool_message("e1", "edit_file", "edited"),
+        Message(role="assistant", tool_calls=[ToolCall("open", "run_shell", '{"command": "x"}')]),
+        Message(role="user", content="also keep the tests green"),
+        *[
+            m
+            for n in range(4)
+            for m in (
+                Message(role="assistant", tool_calls=[ToolCall(f"s{n}", "run_shell", "{}")]),
+                tool_message(f"s{n}", "run_shell", "ok"),
+            )
+        ],
+    ]
+    prompts: list[str] = []
+
+    async def model(system: str, prompt: str) -> str:
+        prompts.append(prompt)
+        return "Edited the parser."
+
+    result = await summarise(messages, window=100_000, summarise_fn=model, focus="the parser")
+    assert result is not None
+    users = [m.content for m in result.messages if m.role == "user"]
+    assert users[0] == "please fix the parser"
+    summary = next(u for u in users if u.startswith(SUMMARY_HEADER))
+    assert "Edited the parser." in summary
+    assert "Files touched: src/parser.py" in summary
+    assert "[>] Fix the parser" in summary
+    # The call still waiting for its result stays, and everything after it, verbatim.
+    assert any(c.id == "open" for m in result.messages for c in m.tool_calls)
+    assert "also keep the tests green" in users
+    assert "the parser" in prompts[0]

@@ -18,6 +18,7 @@ is recorded beside it so that a resumed session sends what the live one would ha
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -28,7 +29,10 @@ from tui.agent.providers.base import Message, ToolCall
 from tui.safe_text import clean
 from tui.tools.truncation import envelope, save_full_output
 
-SUMMARY_HEADER = "[Summary of earlier work — older turns were compacted to fit the context window]"
+SUMMARY_HEADER = (
+    "[Summary of earlier work, written by the model when older turns were compacted to fit the "
+    "context window. It is not the person's words: their messages are kept verbatim.]"
+)
 STUB_MARK = "removed from the conversation to save room"
 KEEP_TURNS = 3
 """Model turns (an answer and its results) kept verbatim at the end."""
@@ -116,7 +120,9 @@ def stub_outputs(messages: list[Message], keep_from: int) -> tuple[list[Message]
         found = _SAVED.search(text)
         path = found.group(1) if found else None
         if path is None:
-            path = save_full_output(f"{message.tool_call_id or 'call'}-compacted", text)
+            # Ids can repeat across turns: the digest keeps two outputs from sharing a file.
+            digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+            path = save_full_output(f"{message.tool_call_id or 'call'}-{digest}", text)
         where = f"; full output in {path} (read it with read_file if needed)" if path else ""
         verdict = "error" if message.is_error else "output"
         stub = f"[{message.tool_name} {verdict} ({len(text)} chars) {STUB_MARK}{where}]"
