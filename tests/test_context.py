@@ -167,6 +167,10 @@ async def test_three_hundred_steps_compact_many_times_and_each_runs_once(
     assert {c.stage for c in compactions} == {"stubs", "summary"}
     assert server.rejected == 0  # the estimate kept every request under the window
     assert server.summary_requests >= 1
+    # Every summary request fit the window too: a refused one would have left the mechanical
+    # fallback in place of the model's summary.
+    assert not any(c.fallback for c in compactions)
+    assert max(c.tokens_after for c in compactions) < window
     tool_requests = [r for r in server.requests if r.body.get("tools")]
     assert len(tool_requests) == 301
     assert all("run all 300 steps" in user_texts(r) for r in tool_requests)
@@ -301,3 +305,27 @@ async def test_a_summary_keeps_the_persons_words_tasks_files_and_open_calls() ->
     assert any(c.id == "open" for m in result.messages for c in m.tool_calls)
     assert "also keep the tests green" in users
     assert "the parser" in prompts[0]
+
+
+@both_apis
+async def test_a_long_history_is_summarised_in_requests_that_each_fit(
+    api: Api, workspace: Path
+) -> None:
+    window = 16_000
+    history: list[Message] = [Message(role="user", content="a long job")]
+    for n in range(120):  # ~180k characters of results: far more than one request can carry
+        history += [
+            Message(role="assistant", tool_calls=[ToolCall(f"c{n}", "run_shell", "{}")]),
+            tool_message(f"c{n}", "run_shell", f"result {n} " + "z" * 1_500),
+        ]
+    with windowed(window) as server:
+        async with session_for(api, server, workspace, context_window=window) as (session, rec):
+            assert session.loop is not None
+            session.loop.messages = list(history)
+            assert await session.compact()
+            sent = session.loop.messages
+    event = rec.of(Compacted)[-1]
+    assert not event.fallback and server.rejected == 0
+    assert server.summary_requests >= 3  # chunked, each chunk folding in the summary so far
+    assert sent[0].content == "a long job" and sent[1].content.startswith(SUMMARY_HEADER)
+    assert len(sent) < len(history) // 10

@@ -386,7 +386,10 @@ class AgentLoop:
             raise ProviderError(f"{self.provider.name} stream ended without a final message")
         _widen(measured, completed.usage)
         finished = self._finish_message(completed)
-        self.context.meter.measured(_prompt_tokens(measured), self.messages)
+        cache_apart = self.provider.tool_format == "anthropic"
+        self.context.meter.measured(
+            _prompt_tokens(measured, cache_apart=cache_apart), self.messages
+        )
         return finished
 
     def _add_usage(self, usage: UsageReport) -> None:
@@ -560,12 +563,16 @@ def _widen(into: dict[str, int], usage: UsageReport) -> None:
         into[name] = max(into.get(name, 0), int(value))
 
 
-def _prompt_tokens(usage: dict[str, int]) -> int:
-    """What the conversation measured at this answer: every prompt token (cached ones too,
-    Anthropic counts them apart) and the answer, which the next request carries."""
+def _prompt_tokens(usage: dict[str, int], *, cache_apart: bool) -> int:
+    """What the conversation measured at this answer: every prompt token and the answer,
+    which the next request carries. Anthropic counts cached prompt tokens apart from
+    ``input_tokens`` (``cache_apart``); OpenAI's ``cached_tokens`` are already inside them."""
     if not usage.get("input_tokens"):
         return 0
-    return sum(usage.values())
+    total = usage["input_tokens"] + usage.get("output_tokens", 0)
+    if cache_apart:
+        total += usage.get("cache_read_tokens", 0) + usage.get("cache_creation_tokens", 0)
+    return total
 
 
 def message_summary(messages: list[Message]) -> dict[str, Any]:
