@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,9 @@ import pytest
 
 from tests.scripted_server import ScriptedServer
 from tests.scripted_windows import STYLES, context_error
+from tests.test_headless_cli import Cli, ServerProcess, headless
+from tests.test_headless_cli import cli as cli  # the fixtures, for the headless test
+from tests.test_headless_cli import model_server as model_server
 from tests.test_loop import (
     Api,
     Recorder,
@@ -329,3 +332,14 @@ async def test_a_long_history_is_summarised_in_requests_that_each_fit(
     assert server.summary_requests >= 3  # chunked, each chunk folding in the summary so far
     assert sent[0].content == "a long job" and sent[1].content.startswith(SUMMARY_HEADER)
     assert len(sent) < len(history) // 10
+
+
+def test_headless_runs_past_fifty_turns_with_no_cap_set(
+    cli: Cli,
+    model_server: Callable[..., ServerProcess],
+) -> None:
+    server = model_server([step(n, chars=10) for n in range(1, 56)] + [answer("fifty-five")])
+    done = cli.run(*headless(server, "go", "--approval-mode", "full-auto"), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "fifty-five\n"
+    assert steps_run(cli.workspace) == [f"step-{n}" for n in range(1, 56)]
