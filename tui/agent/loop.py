@@ -259,9 +259,20 @@ class AgentLoop:
         """One model request that fits the window: room is made before it when the estimate
         says so, and once more (then one retry) when the server still says it is too long.
         A rejected request produced nothing, so the retry runs no step twice."""
-        if not await self._cancellable(self._make_room_if_needed()):
-            return None
         tools = self._tool_definitions()
+        focus = ""
+        reason: Reason | None = None
+        if self._compact_request is not None:
+            focus, self._compact_request, reason = self._compact_request, None, "manual"
+        elif self.context.needs_room(
+            self.system_prompt, tools, self.messages, self.settings.max_tokens
+        ):
+            reason = "auto"
+        if reason is not None:
+            # A summary request can take a while: run it where ``cancel`` reaches it.
+            await self._cancellable(self._compact(focus, reason=reason))
+            if self._cancel.is_set():
+                return None
         try:
             return await self._request_once()
         except ProviderError as error:
@@ -286,17 +297,6 @@ class AgentLoop:
             if self._cancel.is_set():
                 return False
             raise
-
-    async def _make_room_if_needed(self) -> None:
-        if self._compact_request is not None:
-            focus, self._compact_request = self._compact_request, None
-            await self._compact(focus, reason="manual")
-            return
-        tools = self._tool_definitions()
-        if self.context.needs_room(
-            self.system_prompt, tools, self.messages, self.settings.max_tokens
-        ):
-            await self._compact(reason="auto")
 
     async def compact(self, focus: str = "") -> bool:
         """``/compact``: make the conversation sent to the model smaller; the transcript
