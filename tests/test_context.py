@@ -343,3 +343,23 @@ def test_headless_runs_past_fifty_turns_with_no_cap_set(
     assert done.returncode == 0, done.stderr
     assert done.stdout == "fifty-five\n"
     assert steps_run(cli.workspace) == [f"step-{n}" for n in range(1, 56)]
+
+
+@both_apis
+async def test_cancel_stops_a_compaction_and_the_session_goes_on(api: Api, workspace: Path) -> None:
+    with ScriptedServer() as server:  # no summary_text: the summary request gets the hang step
+        server.add(*(step(n, chars=10) for n in range(1, 5)), answer("four"))
+        server.add({"hang": True}, answer("still here"))
+        async with session_for(api, server, workspace) as (session, rec):
+            assert session.loop is not None
+            await asyncio.wait_for(session.submit("four steps"), 30)
+            before = list(session.loop.messages)
+            compacting = asyncio.ensure_future(session.compact())
+            assert await asyncio.to_thread(server.hang_started.wait, 10)
+            session.loop.cancel()
+            assert await asyncio.wait_for(compacting, 10) is False
+            assert await asyncio.to_thread(server.wait_for_disconnects, 1, 10)
+            assert session.loop.messages == before  # nothing half-compacted
+            outcome = await asyncio.wait_for(session.submit("are you there?"), 30)
+    assert outcome.final_text == "still here"
+    assert not rec.of(Compacted)

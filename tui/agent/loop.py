@@ -311,7 +311,11 @@ class AgentLoop:
             self.emit(Notice(message="the conversation will be compacted before the next request"))
             return True
         async with self._busy:
-            return await self._compact(focus, reason="manual")
+            self._cancel = asyncio.Event()  # Esc stops the summary request, as it stops a turn
+            try:
+                return await self._cancellable(self._compact(focus, reason="manual"))
+            finally:
+                self._stream_task = None
 
     async def _compact(self, focus: str = "", *, reason: Reason = "auto") -> bool:
         room = await self.context.make_room(
