@@ -52,3 +52,26 @@ async def test_slash_compact_summarises_and_marks_the_chat(workspace: Path) -> N
     # The summary request had no tools and carried the focus.
     summary_request = next(r for r in server.requests if not r.body.get("tools"))
     assert "keep the step numbers" in str(summary_request.body)
+
+
+async def test_escape_stops_a_slash_compact(workspace: Path) -> None:
+    with ScriptedServer() as server:  # no summary_text: the summary request gets the hang step
+        for n in range(1, 5):
+            server.add(shell_step(f"echo {n}", call_id=f"call_{n}"))
+        server.add({"text": "Done."}, {"hang": True}, {"text": "Still here."})
+        messages: list[Message] = []
+        app = app_for(make_session(workspace, server, mode="full-auto"))
+        async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
+            await send(pilot, app, "run four steps")
+            await turn_done(pilot, app, 5, server)
+            before = list(app.session.loop.messages)  # type: ignore[union-attr]
+            await send(pilot, app, "/compact")
+            await until(pilot, server.hang_started.is_set, "the summary request")
+            await pilot.press("escape")
+            await until(pilot, lambda: server.disconnects >= 1, "the request to be dropped")
+            await until(pilot, lambda: not app.session.loop.busy, "the compaction to stop")  # type: ignore[union-attr]
+            assert app.session.loop.messages == before  # type: ignore[union-attr]
+            await send(pilot, app, "are you there?")
+            await turn_done(pilot, app, 7, server)
+    assert not any(isinstance(e, Compacted) for e in bus_events(messages))
+    assert "are you there?" in str(server.requests[-1].body)

@@ -151,6 +151,11 @@ class AgentLoop:
             self._stream_task.cancel()
 
     @property
+    def busy(self) -> bool:
+        """A turn or a compaction is under way (what Esc can stop)."""
+        return self.running or self._busy.locked()
+
+    @property
     def steering_pending(self) -> bool:
         return bool(self._steering)
 

@@ -773,7 +773,7 @@ class AgentApp(App[int]):
             self.chat.add_notice("this app was started without a session factory", level="warning")
             return
         loop = self.session.loop
-        if loop is not None and loop.running:
+        if loop is not None and loop.busy:
             self.chat.add_notice("the agent is working: esc cancels it first", level="warning")
             return
         from tui.errors import AgentTuiError
@@ -850,7 +850,7 @@ class AgentApp(App[int]):
     def action_cancel_turn(self) -> None:
         cancelled = False
         loop = self.session.loop
-        if loop is not None and loop.running:
+        if loop is not None and loop.busy:
             loop.cancel()
             cancelled = True
         for event in self._user_cancels.values():
@@ -1017,7 +1017,7 @@ class AgentApp(App[int]):
         if broker is not None:
             broker.cancel_all("the app was closed")
         loop = self.session.loop
-        if loop is not None and loop.running:
+        if loop is not None and loop.busy:
             loop.cancel()
         for event in self._user_cancels.values():
             event.set()
