@@ -26,6 +26,13 @@ Options on answers: ``cut_after_events: N`` (send N events, then close the socke
 unfinished; with ``"end_body": true`` finish the HTTP body cleanly but still without the end
 marker) and ``delay_between_events`` (seconds).
 
+A window (``ScriptedServer(window_tokens=N)``): a request whose body is over ``N`` tokens (body
+bytes / 4) is refused, without consuming a step, with the context-length error a real server
+sends (``window_error``: ``auto`` is the endpoint's own API; also ``vllm``, ``llamacpp`` and
+``ollama``; see ``context_error``), and answers report that count as their prompt usage.
+``summary_text``: a request without tools (a compaction's summary request) gets this text,
+also without consuming a step; ``summary_requests`` counts them.
+
 In-process: ``with ScriptedServer([...]) as server:`` then ``server.base_url``,
 ``server.requests``. As a subprocess:
 ``python -m tests.scripted_server --script FILE.json --port-file F [--log REQUESTS.jsonl]``.
@@ -50,6 +57,8 @@ from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from tests.scripted_windows import context_error
 
 Step = dict[str, Any]
 
@@ -381,12 +390,15 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode("utf-8", "replace")
         path = self.path.split("?", 1)[0].rstrip("/")
+        kept = body
+        if not scripted.record_bodies and isinstance(body, dict):
+            kept = {"bytes": len(raw), "tools": bool(body.get("tools"))}
         scripted.record(
             RecordedRequest(
                 method="POST",
                 path=path,
                 headers={k.lower(): v for k, v in self.headers.items()},
-                body=body,
+                body=kept,
                 received_at=time.monotonic(),
             )
         )
@@ -398,7 +410,22 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": f"no route for POST {self.path}"}})
             return
         request = body if isinstance(body, dict) else {}
-        step = scripted.next_step()
+        tokens = len(raw) // 4
+        window = scripted.window_tokens
+        if window is not None and tokens > window:
+            scripted.note_rejected()
+            self._send_json(400, context_error(scripted.window_error, api, tokens, window))
+            return
+        if scripted.summary_text is not None and not request.get("tools"):
+            step: Step = {"text": scripted.summary_text}
+            scripted.note_summary()
+        else:
+            step = scripted.next_step()
+        if window is not None and "usage" not in step:
+            said = str(step.get("text") or "") + "".join(
+                str(c.get("arguments") or "") for c in step.get("tool_calls") or []
+            )
+            step = {**step, "usage": {"input_tokens": tokens, "output_tokens": len(said) // 4}}
         try:
             self._play(api, request, step)
         except (_ClientGone, BrokenPipeError, ConnectionResetError):
@@ -583,8 +610,20 @@ class ScriptedServer:
         port: int = 0,
         log_path: Path | None = None,
         base_dir: Path | None = None,
+        window_tokens: int | None = None,
+        window_error: str = "auto",
+        summary_text: str | None = None,
+        record_bodies: bool = True,
     ) -> None:
         self._steps: list[Step] = list(script or [])
+        self.window_tokens = window_tokens
+        self.window_error = window_error
+        self.summary_text = summary_text
+        self.record_bodies = record_bodies
+        """False keeps only each body's size and whether it had tools (long benchmarks)."""
+        self.rejected = 0
+        """Requests refused as over the window."""
+        self.summary_requests = 0
         self._lock = threading.Condition()
         self._ids = itertools.count(1)
         self.requests: list[RecordedRequest] = []
@@ -634,6 +673,14 @@ class ScriptedServer:
                 with self.log_path.open("a", encoding="utf-8") as log:
                     log.write(json.dumps(asdict(request)) + "\n")
             self._lock.notify_all()
+
+    def note_rejected(self) -> None:
+        with self._lock:
+            self.rejected += 1
+
+    def note_summary(self) -> None:
+        with self._lock:
+            self.summary_requests += 1
 
     def note_disconnect(self) -> None:
         with self._lock:

@@ -70,7 +70,7 @@ def test_defaults_with_no_files(ws: Path) -> None:
     s = loaded.settings
     assert s.provider.name == "openai" and s.provider.model == "gpt-4.1"
     assert s.provider.stream is True and s.provider.request_timeout == 600
-    assert s.agent.max_turns == 50 and s.agent.strategy == "parallel"
+    assert s.agent.max_turns is None and s.agent.strategy == "parallel"
     assert s.approval.mode is ApprovalMode.ASK and s.approval.timeout is None
     assert s.security.permission_ceiling is PermissionMode.DANGER_FULL_ACCESS
     assert s.tmux.session is None and s.ssh.connect_timeout == 10

@@ -104,6 +104,9 @@ class ProviderSettings(BaseModel):
     """Cap on the tokens of one answer; unset uses the provider's own default."""
     request_timeout: float = Field(default=600, gt=0)
     """Seconds one model request may take before it is abandoned."""
+    context_window: int | None = Field(default=None, ge=1024)
+    """The model's window in tokens; unset uses a table of known model families (and a
+    smaller limit a server states in an error is always believed)."""
 
     @model_validator(mode="after")
     def _fill_model(self) -> ProviderSettings:
@@ -118,8 +121,9 @@ class AgentSettings(BaseModel):
 
     model_config = _SECTION
 
-    max_turns: int = Field(default=50, ge=1)
-    """Model requests allowed for one user message before the loop stops and says so."""
+    max_turns: int | None = Field(default=None, ge=1)
+    """Model requests allowed for one user message before the loop stops and says so; unset
+    (the default) sets no cap: the context is compacted as it fills instead."""
     strategy: Literal["sequential", "parallel", "batched"] = "parallel"
     """How the tool calls of one answer run: one by one, all at once, or ``batch_size`` at
     a time."""
@@ -981,6 +985,8 @@ _EXAMPLES: dict[KeyPath, str] = {
     ("provider", "base_url"): '"https://api.openai.com/v1"',
     ("provider", "api_key"): '"sk-..."',
     ("provider", "max_tokens"): "8192",
+    ("provider", "context_window"): "32768",
+    ("agent", "max_turns"): "200",
     ("agent", "system_prompt"): '"Prefer small, reviewed changes."',
     ("agent", "json_schema"): '"answer.schema.json"',
     ("web", "search_url"): '"http://127.0.0.1:8888/search"',

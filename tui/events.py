@@ -226,6 +226,33 @@ class ScheduledJobFinished(Event):
     """Unix seconds of the next run, or None once a one-shot has run."""
 
 
+class Compacted(Event):
+    """The conversation sent to the model was made smaller; the transcript still has it all."""
+
+    kind: Literal["compacted"] = "compacted"
+    stage: Literal["stubs", "summary"]
+    """``stubs``: old tool outputs became one-line pointers to their saved files;
+    ``summary``: older turns were summarised by the model."""
+    reason: Literal["auto", "overflow", "manual"] = "auto"
+    """Near the window's limit, after a context-length error, or ``/compact``."""
+    tokens_before: int = 0
+    tokens_after: int = 0
+    window: int = 0
+    stubbed: int = 0
+    summarized: int = 0
+    """Messages replaced by the summary."""
+    kept_user: int = 0
+    """The person's own messages, kept word for word."""
+    kept_recent: int = 0
+    """Messages of the last turns, kept word for word."""
+    files: list[str] = Field(default_factory=list)
+    todo: bool = False
+    """Whether the latest task list was carried over."""
+    focus: str = ""
+    fallback: bool = False
+    """The model's summary failed; a list of the calls made stands in for it."""
+
+
 AnyEvent = Annotated[
     TurnStarted
     | TurnEnded
@@ -244,7 +271,8 @@ AnyEvent = Annotated[
     | PaneSnapshot
     | AgentNotice
     | TodoListUpdated
-    | ScheduledJobFinished,
+    | ScheduledJobFinished
+    | Compacted,
     Field(discriminator="kind"),
 ]
 

@@ -97,6 +97,12 @@ class AgentSession:
             raise ProviderError(self.provider_error or "no model provider is configured")
         return await self.loop.submit(prompt)
 
+    async def compact(self, focus: str = "") -> bool:
+        """``/compact``: shrink what is sent to the model; the transcript keeps everything."""
+        if self.loop is None:
+            return False
+        return await self.loop.compact(focus)
+
     async def aclose(self) -> None:
         if self.extensions is not None:
             await self.extensions.aclose()
@@ -246,10 +252,12 @@ def build_session(
                 max_tokens=settings.provider.max_tokens,
                 subagent_max_turns=settings.agent.subagent_max_turns,
                 require_structured_output=answer_schema is not None,
+                context_window=settings.provider.context_window,
             ),
             hooks=hooks,
             on_message=transcript.append_message,
             messages=messages,
+            on_compaction=transcript.append_compaction,
         )
         if settings.tools.enabled("agent"):
             registry.register(SubAgentTool(loop))

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, get_args
 
-from pydantic import BaseModel, RootModel, SecretStr, TypeAdapter, ValidationError
+from pydantic import BaseModel, PositiveInt, RootModel, SecretStr, TypeAdapter, ValidationError
 
 from tui.agent.execution import Strategy, ToolPlan
 from tui.config import Settings
@@ -51,7 +51,7 @@ class LiveSettings:
         knobs: dict[str, Settable] = {}
         if loop is not None:
 
-            def set_max_turns(value: int) -> None:
+            def set_max_turns(value: int | None) -> None:
                 agent.max_turns = loop.settings.max_turns = value
 
             def set_strategy(value: Strategy) -> None:
@@ -70,7 +70,9 @@ class LiveSettings:
                 self.settings.provider.max_tokens = loop.settings.max_tokens = value
 
             knobs["agent.max_turns"] = Settable(
-                TypeAdapter(int), set_max_turns, "requests per user message (>= 1)"
+                TypeAdapter(PositiveInt | None),
+                set_max_turns,
+                "requests per user message (>= 1), or null for no cap",
             )
             knobs["agent.strategy"] = Settable(
                 TypeAdapter(Strategy), set_strategy, " | ".join(get_args(Strategy))

@@ -12,11 +12,12 @@ import asyncio
 import collections
 import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 from tui.agent.admission import admit_completed
+from tui.agent.context_manager import ContextManager, Reason
 from tui.agent.execution import ToolExecutor, ToolPlan
 from tui.agent.hooks import Hooks, ToolCallInfo
 from tui.agent.providers.base import (
@@ -29,6 +30,7 @@ from tui.agent.providers.base import (
     ToolCall,
     UsageReport,
 )
+from tui.agent.providers.context_errors import ContextLengthExceeded, from_error
 from tui.events import (
     AssistantMessage,
     AssistantTextDelta,
@@ -53,18 +55,22 @@ from tui.tools.truncation import envelope
 
 Emit = Callable[[Event], None]
 MessageSink = Callable[[Message], None]
+CompactionSink = Callable[[list[Message]], None]
 
 _child_ids = itertools.count(1)
 
 
 @dataclass
 class LoopSettings:
-    max_turns: int = 50
+    max_turns: int | None = None
+    """Model requests per user message; ``None`` (the default) sets no cap."""
     plan: ToolPlan = field(default_factory=ToolPlan)
     max_tokens: int | None = None
     subagent_max_turns: int = 20
     require_structured_output: bool = False
     """The turn ends only through an accepted ``structured_output`` call (``--json-schema``)."""
+    context_window: int | None = None
+    """``[provider] context_window``: overrides the table of known windows."""
 
 
 STRUCTURED_OUTPUT_REMINDERS = 2
@@ -101,6 +107,7 @@ class AgentLoop:
         loop_id: str = "main",
         on_message: MessageSink | None = None,
         messages: list[Message] | None = None,
+        on_compaction: CompactionSink | None = None,
     ) -> None:
         self.provider = provider
         self.registry = registry
@@ -113,10 +120,15 @@ class AgentLoop:
         self.loop_id = loop_id
         self.on_message = on_message
         self.messages: list[Message] = list(messages or [])
+        self.on_compaction = on_compaction
+        self.context = ContextManager(provider, context_window=self.settings.context_window)
+        self._compact_request: str | None = None
+        self._busy = asyncio.Lock()
+        """Held by a turn and by a compaction made between turns: never both at once."""
         self.usage = UsageReport()
         self._steering: collections.deque[str] = collections.deque()
         self._cancel = asyncio.Event()
-        self._stream_task: asyncio.Task[Completed | None] | None = None
+        self._stream_task: asyncio.Task[Any] | None = None
         self._definitions: tuple[tuple[Any, ...], list[dict[str, Any]]] | None = None
         self._structured: list[Any] = []
         self.running = False
@@ -139,6 +151,11 @@ class AgentLoop:
             self._stream_task.cancel()
 
     @property
+    def busy(self) -> bool:
+        """A turn or a compaction is under way (what Esc can stop)."""
+        return self.running or self._busy.locked()
+
+    @property
     def steering_pending(self) -> bool:
         return bool(self._steering)
 
@@ -148,6 +165,10 @@ class AgentLoop:
             self.steer(prompt)
             return TurnOutcome("steered", "", 0)
         prompt = clean(prompt)  # argv may hold undecodable bytes as lone surrogates
+        async with self._busy:
+            return await self._submit(prompt, images)
+
+    async def _submit(self, prompt: str, images: list[ImagePart] | None) -> TurnOutcome:
         self.running = True
         self.idle.clear()
         self._cancel = asyncio.Event()
@@ -182,7 +203,9 @@ class AgentLoop:
         final_text = ""
         reminders = 0
         self._structured = []
-        for turn in range(1, self.settings.max_turns + 1):
+        turn = 0
+        while self.settings.max_turns is None or turn < self.settings.max_turns:
+            turn += 1
             if self._cancel.is_set():
                 return TurnOutcome("cancelled", final_text, turn - 1)
             self._inject_steering()
@@ -195,6 +218,10 @@ class AgentLoop:
                 if not self._cancel.is_set():
                     raise
                 completed = None
+            except ContextLengthExceeded as error:
+                message = f"{error.msg} (still too long after compacting)"
+                self.emit(ErrorEvent(message=message, title=error.title))
+                return TurnOutcome("error", final_text, turn, error=message)
             except ProviderError as error:
                 self.emit(ErrorEvent(message=error.msg, title=error.title))
                 return TurnOutcome("error", final_text, turn, error=error.msg)
@@ -230,10 +257,88 @@ class AgentLoop:
                     usage=self.usage,
                     structured_output=value,
                 )
-        self.emit(Notice(message=f"stopped after {self.settings.max_turns} turns (max_turns)"))
-        return TurnOutcome("max_turns", final_text, self.settings.max_turns, usage=self.usage)
+        self.emit(Notice(message=f"stopped after {turn} turns (max_turns)"))
+        return TurnOutcome("max_turns", final_text, turn, usage=self.usage)
 
     async def _request(self) -> Completed | None:
+        """One model request that fits the window: room is made before it when the estimate
+        says so, and once more (then one retry) when the server still says it is too long.
+        A rejected request produced nothing, so the retry runs no step twice."""
+        tools = self._tool_definitions()
+        focus = ""
+        reason: Reason | None = None
+        if self._compact_request is not None:
+            focus, self._compact_request, reason = self._compact_request, None, "manual"
+        elif self.context.needs_room(
+            self.system_prompt, tools, self.messages, self.settings.max_tokens
+        ):
+            reason = "auto"
+        if reason is not None:
+            # A summary request can take a while: run it where ``cancel`` reaches it.
+            await self._cancellable(self._compact(focus, reason=reason))
+            if self._cancel.is_set():
+                return None
+        try:
+            return await self._request_once()
+        except ProviderError as error:
+            too_long = from_error(error)
+            if too_long is None:
+                raise
+        self.context.learn_from(too_long.limit, self.system_prompt, tools, self.messages)
+        self.emit(Notice(message=f"the model's window is full ({too_long.msg}); compacting"))
+        if not await self._cancellable(self._compact(reason="overflow")):
+            if self._cancel.is_set():
+                return None
+            raise too_long
+        return await self._request_once()
+
+    async def _cancellable(self, work: Coroutine[Any, Any, Any]) -> bool:
+        """Run ``work`` where ``cancel`` reaches it (a summary request can take a while);
+        False when it was cancelled or returned False."""
+        self._stream_task = asyncio.ensure_future(work)
+        try:
+            return await self._stream_task is not False
+        except asyncio.CancelledError:
+            if self._cancel.is_set():
+                return False
+            raise
+
+    async def compact(self, focus: str = "") -> bool:
+        """``/compact``: make the conversation sent to the model smaller; the transcript
+        keeps all of it.
+
+        While a turn runs, this waits for the turn's next model request instead, so it never
+        rewrites the conversation under a running tool; a prompt sent meanwhile waits for it.
+        """
+        focus = clean(focus)
+        if self.running:
+            self._compact_request = focus
+            self.emit(Notice(message="the conversation will be compacted before the next request"))
+            return True
+        async with self._busy:
+            self._cancel = asyncio.Event()  # Esc stops the summary request, as it stops a turn
+            try:
+                return await self._cancellable(self._compact(focus, reason="manual"))
+            finally:
+                self._stream_task = None
+
+    async def _compact(self, focus: str = "", *, reason: Reason = "auto") -> bool:
+        room = await self.context.make_room(
+            self.system_prompt, self._tool_definitions(), self.messages, reason=reason, focus=focus
+        )
+        if room is None:
+            if reason == "manual":
+                self.emit(Notice(message="nothing to compact yet"))
+            return False
+        if room.usage.input_tokens or room.usage.output_tokens:
+            self._add_usage(room.usage)
+        self.messages = room.messages
+        if self.on_compaction is not None:
+            self.on_compaction(list(room.messages))
+        self.emit(room.event)
+        return True
+
+    async def _request_once(self) -> Completed | None:
         self._stream_task = asyncio.ensure_future(self._stream())
         try:
             return await self._stream_task
@@ -255,6 +360,7 @@ class AgentLoop:
         tools = self._tool_definitions()
         text_parts: list[str] = []
         completed: Completed | None = None
+        measured: dict[str, int] = {}
         try:
             async for event in self.provider.stream(
                 system=self.system_prompt,
@@ -268,6 +374,7 @@ class AgentLoop:
                     self.emit(AssistantTextDelta(text=piece))
                 elif isinstance(event, UsageReport):
                     self._add_usage(event)
+                    _widen(measured, event)
                 elif isinstance(event, Completed):
                     # Keep reading to the generator's end rather than returning here: closing
                     # it early would drop the HTTP connection instead of reusing it.
@@ -286,7 +393,13 @@ class AgentLoop:
             raise error
         if completed is None:
             raise ProviderError(f"{self.provider.name} stream ended without a final message")
-        return self._finish_message(completed)
+        _widen(measured, completed.usage)
+        finished = self._finish_message(completed)
+        cache_apart = self.provider.tool_format == "anthropic"
+        self.context.meter.measured(
+            _prompt_tokens(measured, cache_apart=cache_apart), self.messages
+        )
+        return finished
 
     def _add_usage(self, usage: UsageReport) -> None:
         self.usage.input_tokens += usage.input_tokens
@@ -433,6 +546,7 @@ class AgentLoop:
                 max_turns=max_turns or self.settings.subagent_max_turns,
                 plan=self.settings.plan,
                 max_tokens=self.settings.max_tokens,
+                context_window=self.settings.context_window,
             ),
             hooks=self.hooks,
             loop_id=child_id,
@@ -448,6 +562,26 @@ class AgentLoop:
 async def _propagate_cancel(cancel: asyncio.Event, child: AgentLoop) -> None:
     await cancel.wait()
     child.cancel()
+
+
+def _widen(into: dict[str, int], usage: UsageReport) -> None:
+    """Keep the largest report per field: a provider may report usage mid-stream and again
+    at the end. Cache fields are read by name, so providers that add them are counted."""
+    for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"):
+        value = getattr(usage, name, 0) or 0
+        into[name] = max(into.get(name, 0), int(value))
+
+
+def _prompt_tokens(usage: dict[str, int], *, cache_apart: bool) -> int:
+    """What the conversation measured at this answer: every prompt token and the answer,
+    which the next request carries. Anthropic counts cached prompt tokens apart from
+    ``input_tokens`` (``cache_apart``); OpenAI's ``cached_tokens`` are already inside them."""
+    if not usage.get("input_tokens"):
+        return 0
+    total = usage["input_tokens"] + usage.get("output_tokens", 0)
+    if cache_apart:
+        total += usage.get("cache_read_tokens", 0) + usage.get("cache_creation_tokens", 0)
+    return total
 
 
 def message_summary(messages: list[Message]) -> dict[str, Any]:

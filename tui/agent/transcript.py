@@ -10,8 +10,10 @@ Why a folder per workspace: ``agent-tui --continue`` wants "the latest session *
 listing one folder is cheaper and simpler than reading every header. The folder name carries
 the workspace's basename for people and a hash of its canonical path for uniqueness.
 
-Two kinds of record follow the header: ``event`` (what the UI showed, for replay and audit) and
-``message`` (the neutral conversation, which is what resuming feeds back to the model).
+Three kinds of record follow the header: ``event`` (what the UI showed, for replay and audit),
+``message`` (the neutral conversation, which is what resuming feeds back to the model) and
+``compaction`` (the conversation as sent after it was compacted: every message before it stays
+in the file, and resuming starts from this form, then adds the messages recorded after it).
 """
 
 from __future__ import annotations
@@ -112,6 +114,10 @@ class Transcript:
     def append_message(self, message: Message) -> None:
         self._write({"type": "message", "message": message_to_json(message)})
 
+    def append_compaction(self, messages: list[Message]) -> None:
+        """The conversation as it is sent from now on; the originals stay recorded."""
+        self._write({"type": "compaction", "messages": [message_to_json(m) for m in messages]})
+
     def _write(self, record: Mapping[str, Any]) -> None:
         if self._file.closed:
             raise TranscriptError(f"transcript {self.id} is closed; nothing more can be recorded")
@@ -163,6 +169,10 @@ class SessionRecords:
 
     header: dict[str, Any]
     messages: list[Message] = field(default_factory=list)
+    """The conversation to send on resume: the last compaction's form, then what followed."""
+    saved_messages: list[Message] = field(default_factory=list)
+    """Every message ever recorded, compacted away or not."""
+    compactions: int = 0
     events: list[AnyEvent] = field(default_factory=list)
     skipped: int = 0
     """Corrupt, partial or unknown lines left out (a killed writer leaves half a line)."""
@@ -208,7 +218,12 @@ def _take(records: SessionRecords, raw: bytes) -> bool:
     try:
         record = json.loads(raw)
         if record["type"] == "message":
-            records.messages.append(message_from_json(record["message"]))
+            message = message_from_json(record["message"])
+            records.messages.append(message)
+            records.saved_messages.append(message)
+        elif record["type"] == "compaction":
+            records.messages = [message_from_json(m) for m in record["messages"]]
+            records.compactions += 1
         elif record["type"] == "event":
             records.events.append(EVENT_ADAPTER.validate_python(record["event"]))
         else:

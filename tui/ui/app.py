@@ -583,6 +583,16 @@ class AgentApp(App[int]):
             level="warning",
         )
 
+    def _slash_compact(self, argument: str) -> None:
+        if self.session.loop is None:
+            self.chat.add_notice("no model provider: nothing to compact", level="warning")
+            return
+        self._compact(argument)
+
+    @work(group="compact", exclusive=True, exit_on_error=False, description="compact the chat")
+    async def _compact(self, focus: str) -> None:
+        await self.session.compact(focus)
+
     async def _slash_mcp(self, argument: str) -> None:
         extensions = self.session.extensions
         if extensions is None:
@@ -764,7 +774,7 @@ class AgentApp(App[int]):
             self.chat.add_notice("this app was started without a session factory", level="warning")
             return
         loop = self.session.loop
-        if loop is not None and loop.running:
+        if loop is not None and loop.busy:
             self.chat.add_notice("the agent is working: esc cancels it first", level="warning")
             return
         from tui.errors import AgentTuiError
@@ -841,7 +851,7 @@ class AgentApp(App[int]):
     def action_cancel_turn(self) -> None:
         cancelled = False
         loop = self.session.loop
-        if loop is not None and loop.running:
+        if loop is not None and loop.busy:
             loop.cancel()
             cancelled = True
         for event in self._user_cancels.values():
@@ -1015,7 +1025,7 @@ class AgentApp(App[int]):
         if broker is not None:
             broker.cancel_all("the app was closed")
         loop = self.session.loop
-        if loop is not None and loop.running:
+        if loop is not None and loop.busy:
             loop.cancel()
         for event in self._user_cancels.values():
             event.set()

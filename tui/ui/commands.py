@@ -32,6 +32,11 @@ COMMANDS: tuple[SlashCommand, ...] = (
     ),
     SlashCommand("mode", "/mode [read-only|ask|auto-edit|full-auto]", "show or set approvals"),
     SlashCommand("model", "/model [NAME]", "show or switch the model for the next request"),
+    SlashCommand(
+        "compact",
+        "/compact [FOCUS]",
+        "shrink what is sent to the model now (summary of older turns); FOCUS guides it",
+    ),
     SlashCommand("clear", "/clear", "start a new session (the old one stays saved)"),
     SlashCommand("sessions", "/sessions", "pick a saved session of this workspace to resume"),
     SlashCommand("resume", "/resume ID", "resume a saved session by id"),

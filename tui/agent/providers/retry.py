@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 
 from tui.agent.providers.base import ProviderError, ProviderEvent, StreamInterrupted
+from tui.agent.providers.context_errors import classify as classify_context_error
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -234,6 +235,9 @@ async def stream_with_retries(
                     return
                 raw = await _read_error_body(response)
                 message = api.scrub(error_message_from_body(raw, response.reason_phrase))
+                too_long = classify_context_error(response.status_code, raw, message)
+                if too_long is not None:  # retrying the same request cannot help
+                    raise too_long
                 failure = status_error(api, response.status_code, message, attempt)
                 if not failure.retryable:
                     raise failure

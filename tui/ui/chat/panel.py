@@ -84,6 +84,32 @@ class Banner(Static):
     """The first thing in the chat: what this session is, or what to set when it cannot talk."""
 
 
+def compaction_line(event: Any) -> str:
+    """The chat marker where the conversation sent to the model was compacted: what happened,
+    and what was kept (the saved session keeps everything either way)."""
+    why = {"auto": "near the window's limit", "overflow": "after a context-length error"}.get(
+        event.reason, "on request"
+    )
+    parts = [f"── compacted {why}: ~{event.tokens_before:,} → ~{event.tokens_after:,} tokens"]
+    if event.window:
+        parts[0] += f" of {event.window:,}"
+    kept = []
+    if event.stubbed:
+        kept.append(f"{event.stubbed} old outputs now point to their saved files")
+    if event.stage == "summary":
+        summary = "a plain list of the calls" if event.fallback else "a summary"
+        kept.append(f"{event.summarized} older messages replaced by {summary}")
+        kept.append(f"kept word for word: your {event.kept_user} messages")
+        kept.append(f"the last {event.kept_recent} messages")
+        if event.todo:
+            kept.append("the task list")
+        if event.files:
+            kept.append(f"{len(event.files)} files touched")
+    if event.focus:
+        kept.append(f"focus: {event.focus}")
+    return "; ".join(parts + kept)
+
+
 def scheduled_line(event: Any) -> str:
     """``↻ scheduled command backup done: 3 files copied``: the first line that says something
     (a successful command's ``exit code: 0`` does not)."""
@@ -150,6 +176,9 @@ class ChatPanel(TailFollowing):
             self.add_notice(event.message, level=event.level)
         elif kind == "agent_notice":
             self.add_agent_note(event.message, loop_id=event.loop_id)
+        elif kind == "compacted" and event.loop_id == "main":
+            await self.end_stream()
+            self.add_notice(compaction_line(event), level="info")
         elif kind == "scheduled_job":
             self.add_notice(scheduled_line(event), level="info" if event.ok else "warning")
         elif kind == "turn_ended" and event.loop_id == "main":

@@ -1,0 +1,60 @@
+"""The errors real model servers send when a prompt does not fit their window.
+
+Used by ``tests.scripted_server`` when it enforces a window, so the client meets each dialect
+byte for byte as the servers write it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+STYLES = ("openai", "anthropic", "vllm", "llamacpp", "ollama")
+
+
+def context_error(style: str, api: str, tokens: int, window: int) -> dict[str, Any]:
+    """The 400 body each server sends when the prompt does not fit, as they send it:
+
+    - OpenAI (``code: context_length_exceeded``) and Anthropic (``prompt is too long``): the
+      APIs' documented error objects.
+    - vLLM: ``{"object": "error", …, "type": "BadRequestError"}`` (vllm-project/vllm #20409).
+    - llama.cpp server: ``exceed_context_size_error`` with ``n_ctx`` (ggml-org/llama.cpp
+      PR #15780, issue #19774).
+    - Ollama: ``{"error": "the input length exceeds the context length"}`` — no limit stated.
+    """
+    if style == "auto":
+        style = api
+    if style == "anthropic":
+        message = f"prompt is too long: {tokens} tokens > {window} maximum"
+        return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    if style == "vllm":
+        return {
+            "object": "error",
+            "message": f"This model's maximum context length is {window} tokens. However, you "
+            f"requested {tokens + 1024} tokens ({tokens} in the messages, 1024 in the "
+            "completion). Please reduce the length of the messages or completion.",
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        }
+    if style == "llamacpp":
+        return {
+            "error": {
+                "code": 400,
+                "message": f"request ({tokens} tokens) exceeds the available context size "
+                f"({window} tokens), try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": tokens,
+                "n_ctx": window,
+            }
+        }
+    if style == "ollama":
+        return {"error": "the input length exceeds the context length"}
+    return {
+        "error": {
+            "message": f"This model's maximum context length is {window} tokens. However, your "
+            f"messages resulted in {tokens} tokens. Please reduce the length of the messages.",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
