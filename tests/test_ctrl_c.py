@@ -19,7 +19,7 @@ from tests.test_ui_app import (
 )
 from tui.ui.app import AgentApp
 from tui.ui.interrupt import QUIT_HINT, CtrlC
-from tui.ui.mirror.keys import coalesce
+from tui.ui.mirror.keys import Typed, coalesce
 from tui.ui.mirror.pane import PaneMirror
 
 pytestmark = pytest.mark.timeout(60)
@@ -130,8 +130,8 @@ async def test_ctrl_c_while_holding_the_pane_goes_to_the_pane(workspace: Path) -
         await pilot.press("ctrl+t")
         assert app.holding_pane
         await pilot.press("ctrl+c", "ctrl+c", "ctrl+c")
-        sent = lambda: coalesce([(k, lit) for _, k, lit in backend.sent])  # noqa: E731
-        await until(pilot, lambda: sent() == [("C-c", False)] * 3, "three C-c in the pane")
+        sent = lambda: coalesce([typed for _, typed in backend.sent])  # noqa: E731
+        await until(pilot, lambda: sent() == [Typed("key", "C-c")] * 3, "three C-c in the pane")
         assert app.is_running and QUIT_HINT not in hints(app)
 
 
