@@ -47,6 +47,9 @@ class ExecResult:
     """stdout and stderr arrive as one stream (a tmux pane): stderr is then empty."""
     notices: list[str] = field(default_factory=list)
     """Things the person and the model should know (a pane recreated, a drain cut short)."""
+    cwd: str | None = None
+    """Where a shared shell stands after the command (its next command starts there);
+    None for a fresh process per command or when the shell did not say."""
 
 
 class InteractiveProcess(ABC):

@@ -33,6 +33,7 @@ from tui.exec.tmux.control import ControlClient, ControlClosed, Reply, TmuxComma
 from tui.exec.tmux.guard import check_shared_shell
 from tui.exec.tmux.keyboard import hex_lines, literal_lines, paste_lines
 from tui.exec.tmux.markers import (
+    MAX_MARKER_BYTES,
     CommandStream,
     ShellKind,
     bootstrap_line,
@@ -43,6 +44,7 @@ from tui.exec.tmux.markers import (
     shell_kind_of,
     strip_markers,
 )
+from tui.exec.tmux.prompt import PromptWatch, clear_input, refusal
 from tui.exec.tmux.sessions import (
     DEFAULT_PANE_OPTION,
     NONCE_OPTION,
@@ -127,6 +129,8 @@ class _Pane:
     shell_pid: int | None = None
     """The pane's shell, on a local host only (its session is swept on cancel)."""
     watchers: list[Callable[[bytes], None]] = field(default_factory=list)
+    prompt: PromptWatch | None = None
+    """Where the shell stands (prompt, running, half-typed input) and its directory."""
 
 
 @dataclass
@@ -149,7 +153,7 @@ class _MarkerWatch:
         self._changed = asyncio.Event()
 
     def feed(self, chunk: bytes) -> None:
-        begin = max(0, len(self.data) - 64)
+        begin = max(0, len(self.data) - MAX_MARKER_BYTES)
         self.data += chunk
         for marker in find_markers(bytes(self.data[begin:]), self.nonce):
             if marker.start + begin >= self._processed:
@@ -342,6 +346,15 @@ class TmuxBackend(ExecutionBackend):
             return None
         return state.job.command
 
+    def shell_cwd(self, pane_id: str | None = None) -> str | None:
+        """The directory the shell of ``pane_id`` (default: the shared pane) last reported.
+
+        It is where its next command runs: a person's ``cd`` during a take-over moves it
+        too. None before the pane was set up, or when the shell cannot report it (POSIX sh).
+        """
+        state = self._panes.get(pane_id or self.default_pane or "")
+        return state.prompt.cwd if state is not None and state.prompt is not None else None
+
     async def wait_for_prompt(self, pane_id: str, timeout: float) -> int | None:
         """Wait until the command we typed into ``pane_id`` is back at its prompt.
 
@@ -389,6 +402,9 @@ class TmuxBackend(ExecutionBackend):
                 f"pane {state.pane_id} now runs a nested {status.command} inside its "
                 f"{state.kind.value}; end it first (tmux_send_keys C-d) or use another pane"
             )
+        held = refusal(state.pane_id, state.prompt) if state.prompt else None
+        if held is not None:
+            raise BackendError(held)
         if cwd and PurePosixPath(cwd) != PurePosixPath(status.path or "/"):
             await self._change_directory(client, state, cwd)
         self._mark_used(state.pane_id)
@@ -403,7 +419,7 @@ class TmuxBackend(ExecutionBackend):
         state.job = job
         text = command_text(ShellKind.SH if state.prefix_start else state.kind, command)
         try:
-            await self._type(client, state.pane_id, text)
+            await self._type(client, state.pane_id, text, clear=True)
         except BaseException:
             state.job = None
             raise
@@ -418,7 +434,9 @@ class TmuxBackend(ExecutionBackend):
         )
         state.job = job
         kind = ShellKind.SH if state.prefix_start else state.kind
-        await self._type(client, state.pane_id, command_text(kind, f"cd -- {_sh_quote(cwd)}"))
+        await self._type(
+            client, state.pane_id, command_text(kind, f"cd -- {_sh_quote(cwd)}"), clear=True
+        )
         try:
             await asyncio.wait_for(asyncio.shield(job.done), SETUP_TIMEOUT)
         except TimeoutError:
@@ -469,6 +487,7 @@ class TmuxBackend(ExecutionBackend):
         stream = job.stream
         result = ExecResult(
             exit_code=stream.exit_code if job.done.done() and not cancelled else None,
+            cwd=state.prompt.cwd if state.prompt else None,
             stdout=stream.output(),
             duration_ms=(time.perf_counter() - started) * 1000.0,
             merged_output=True,
@@ -501,10 +520,17 @@ class TmuxBackend(ExecutionBackend):
         except BackendError:
             pass
 
-    async def _type(self, client: ControlClient, pane_id: str, text: str) -> None:
-        """Paste ``text`` (bracketed if the program asked for it) and press Enter."""
+    async def _type(
+        self, client: ControlClient, pane_id: str, text: str, *, clear: bool = False
+    ) -> None:
+        """Paste ``text`` (bracketed if the program asked for it) and press Enter.
+
+        ``clear`` first wipes what a person left unsent on the prompt line, so exactly
+        ``text`` runs, never their leftover glued in front of it.
+        """
         buffer = f"atui-{pane_id.lstrip('%')}"
-        lines = [
+        lines = [clear_input(pane_id)] if clear else []
+        lines += [
             f"set-buffer {'-a ' if index else ''}-b {buffer} -- {quote(chunk)}"
             for index, chunk in enumerate(_chunks(text, TYPE_CHUNK))
         ]
@@ -612,6 +638,7 @@ class TmuxBackend(ExecutionBackend):
         nonce = stored.strip() if re.fullmatch(r"[0-9a-f]{8}", stored.strip()) else new_nonce()
         await client.command(f"set-option -p -t {pane_id} {NONCE_OPTION} {nonce}")
         state = _Pane(pane_id, session, kind, nonce, prefix_start=kind is ShellKind.SH)
+        state.prompt = PromptWatch(nonce)
         if isinstance(self.host, LocalBackend):
             state.shell_pid = await orphans.shell_pid(client, pane_id)
         watch = _MarkerWatch(nonce)
@@ -619,7 +646,8 @@ class TmuxBackend(ExecutionBackend):
         self._panes[pane_id] = state
         deadline = time.monotonic() + SETUP_TIMEOUT
         try:
-            await self._type(client, pane_id, bootstrap_line(kind, nonce, clear=created))
+            line = bootstrap_line(kind, nonce, clear=created)
+            await self._type(client, pane_id, line, clear=True)
             _, status_code = await watch.wait_end(deadline)
             if kind is ShellKind.BASH:
                 # PS0 needs bash 4.4; older ones get the sh-style start marker instead.
@@ -833,6 +861,8 @@ class TmuxBackend(ExecutionBackend):
         if state is not None and state.session != session:
             return  # a window linked into two sessions: take it from its own session only
         if state is not None:
+            if state.prompt is not None:
+                state.prompt.feed(data)
             for watcher in list(state.watchers):
                 watcher(data)
             job = state.job

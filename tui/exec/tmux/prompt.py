@@ -1,0 +1,84 @@
+"""Where a pane's shell stands, so a command is typed only into an empty prompt.
+
+A pane is shared with a person: during a take-over they may leave text unsent at the prompt,
+start a program, or press Enter in the middle of a ``for`` loop. Typing the agent's command
+then would glue it onto their input and run something nobody approved. So every marker the
+pane emits (``markers``) is watched, not only those of our own commands: the last one says
+whether the shell is at its prompt (an end marker), running a command (a start marker), or
+reading the rest of a half-typed command (a continuation marker). End markers also carry the
+shell's working directory, which the approval and the path policy need.
+
+Before typing, ``refusal`` names what holds the pane (None when the shell is free), and the
+keys in ``clear_input`` wipe what is left on the prompt line; tmux delivers them before the
+pasted command, in order, through the same control client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from tui.exec.tmux.markers import MAX_MARKER_BYTES, Marker, find_markers
+
+ShellState = Literal["prompt", "running", "continuation"]
+
+
+@dataclass
+class PromptWatch:
+    """Follows one pane's markers as its output arrives (fed from ``%output``)."""
+
+    nonce: str
+    state: ShellState = "prompt"
+    cwd: str | None = None
+    """The shell's directory at its last prompt (None: never reported)."""
+    last_id: int = 0
+    _carry: bytes = b""
+
+    def feed(self, chunk: bytes) -> None:
+        window = self._carry + chunk
+        seen = len(self._carry)
+        self._carry = window[-MAX_MARKER_BYTES:]
+        if b"__ATUI_" not in window:
+            return
+        for marker in find_markers(window, self.nonce):
+            if marker.end > seen:  # a marker wholly in the carry was taken last time
+                self.take(marker)
+
+    def take(self, marker: Marker) -> None:
+        if marker.kind == "ps2":
+            self.state = "continuation"
+        elif marker.kind == "go":
+            self.state = "running"
+        else:
+            self.state = "prompt"
+            self.last_id = marker.id
+            if marker.cwd is not None:
+                self.cwd = marker.cwd
+
+
+def refusal(pane_id: str, watch: PromptWatch) -> str | None:
+    """Why no command may be typed into ``pane_id`` now, and what to do; None when free."""
+    if watch.state == "continuation":
+        return (
+            f"pane {pane_id} holds a half-typed command (its shell is waiting for the rest "
+            "of a multi-line input a person started); the command was not typed. Finish or "
+            f"drop it with tmux_send_keys target={pane_id} keys=['C-c'] (that discards their "
+            "input: ask the user first), wait, or use another pane (tmux_create_pane)"
+        )
+    if watch.state == "running":
+        return (
+            f"pane {pane_id} is busy: its shell is running a command typed there (not by "
+            "you); the command was not typed. Wait for it (tmux_capture_pane shows it), "
+            f"stop it with tmux_send_keys target={pane_id} keys=['C-c'] if the user agrees, "
+            "or use another pane (tmux_create_pane)"
+        )
+    return None
+
+
+def clear_input(pane_id: str) -> str:
+    """A tmux command that empties the prompt line (emacs keys: end of line, kill to start).
+
+    bash's readline and zsh's line editor both bind these by default; on an empty line they
+    do nothing.
+    """
+    return f"send-keys -t {pane_id} C-e C-u"
