@@ -140,6 +140,14 @@ class ExecutionBackend(ABC):
         """
         raise BackendError(f"{self.actor} cannot start interactive processes")
 
+    def shell_cwd(self, pane_id: str | None = None) -> str | None:
+        """Where a shared shell stands now: its next command, and relative paths, start there.
+
+        None (the default) when every command starts afresh in the workspace; tmux backends
+        answer with the directory their pane's shell last reported.
+        """
+        return None
+
     async def close(self) -> None:  # noqa: B027 - optional hook, default does nothing
         """Release connections, servers, containers the backend started."""
 

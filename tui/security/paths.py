@@ -12,7 +12,7 @@ the user lists them in ``allowed_secret_paths`` or approves that one call.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,6 +58,9 @@ class PathGuard:
     """The target's home folder, for ``~`` when the target is not this machine."""
     allowed_secrets: list[str] = field(default_factory=list)
     """Secret places the user lets the agent read (``allowed_secret_paths``)."""
+    relative_base: Callable[[], str | None] | None = field(default=None, repr=False)
+    """Where relative paths start when it answers an absolute path (a shared shell's
+    directory); the workspace otherwise."""
 
     def __post_init__(self) -> None:
         self.workspace = self._canonical(str(self.workspace))
@@ -86,6 +89,13 @@ class PathGuard:
         if self.local:
             return _canonical(path)
         return Path(os.path.normpath(_expand_home(path, self.home)))
+
+    def base_dir(self) -> Path:
+        """The directory relative paths start at (see ``relative_base``)."""
+        base = self.relative_base() if self.relative_base is not None else None
+        if base and base.startswith("/") and "\x00" not in base:
+            return Path(_expand_home(base, self.home))
+        return self.workspace
 
     def inside_workspace(self, path: Path) -> bool:
         return any(path.is_relative_to(root) for root in self._roots)
@@ -150,7 +160,7 @@ class PathGuard:
             raise InvalidArguments("path is empty")
         expanded = Path(_expand_home(raw, self.home))
         if not expanded.is_absolute():
-            expanded = self.workspace / expanded
+            expanded = self.base_dir() / expanded
         lexical = Path(os.path.normpath(expanded))
         real = Path(os.path.realpath(expanded)) if self.local else lexical
         if self.workspace_only and not (

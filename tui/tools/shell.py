@@ -290,6 +290,8 @@ def format_result(
         "duration_ms": round(result.duration_ms, 1),
         "truncated_chars": 0,
     }
+    if result.cwd is not None:
+        details["cwd"] = result.cwd
     parts: list[str] = []
     streams = (
         [("stdout", result.stdout)]
