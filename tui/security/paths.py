@@ -147,7 +147,7 @@ class PathGuard:
         lexical = os.path.normpath(path)
         return self.secret_reason(lexical, None if follow else lexical, allowance) is not None
 
-    def check(self, raw: str, allowance: Collection[Path] = ()) -> Checked:
+    def check(self, raw: str, allowance: Collection[Path] = (), base: str | None = None) -> Checked:
         """Every refusal but the secret one, which is reported for the caller to decide.
 
         Raises:
@@ -160,7 +160,7 @@ class PathGuard:
             raise InvalidArguments("path is empty")
         expanded = Path(_expand_home(raw, self.home))
         if not expanded.is_absolute():
-            expanded = self.base_dir() / expanded
+            expanded = (Path(base) if base else self.base_dir()) / expanded
         lexical = Path(os.path.normpath(expanded))
         real = Path(os.path.realpath(expanded)) if self.local else lexical
         if self.workspace_only and not (
@@ -173,7 +173,14 @@ class PathGuard:
             )
         return Checked(real, self.secret_reason(str(lexical), str(real), allowance))
 
-    def resolve(self, raw: str, *, write: bool = False, allowance: Collection[Path] = ()) -> Path:
+    def resolve(
+        self,
+        raw: str,
+        *,
+        write: bool = False,
+        allowance: Collection[Path] = (),
+        base: str | None = None,
+    ) -> Path:
         """A checked, canonical absolute path.
 
         Args:
@@ -186,7 +193,7 @@ class PathGuard:
             PermissionDenied: NUL byte, a secret, or outside the workspace when
                 workspace-only is on.
         """
-        checked = self.check(raw, () if write else allowance)
+        checked = self.check(raw, () if write else allowance, base)
         if checked.secret is not None:
             raise PermissionDenied(secret_refusal(raw, checked.secret, write=write))
         return checked.path

@@ -165,10 +165,16 @@ class SecurityPolicy:
         return self.settings.permission_ceiling
 
     def resolve_path(
-        self, raw: str, *, write: bool = False, allowance: tuple[Path, ...] = ()
+        self,
+        raw: str,
+        *,
+        write: bool = False,
+        allowance: tuple[Path, ...] = (),
+        base: str | None = None,
     ) -> Path:
-        """A checked path; ``allowance`` is the secrets approved for the calling tool call."""
-        return self.paths.resolve(raw, write=write, allowance=allowance)
+        """A checked path; ``allowance`` is the secrets approved for the calling tool call,
+        ``base`` the directory the call was approved in (None: where the shell is now)."""
+        return self.paths.resolve(raw, write=write, allowance=allowance, base=base)
 
     def follow_shell(self, cwd: Callable[[], str | None]) -> None:
         """Judge relative paths against ``cwd()`` (a shared shell's directory) when it answers.

@@ -268,7 +268,7 @@ class ToolRegistry:
         """Authorize, then run; ``waited`` gets the seconds spent asking a person."""
         access = tool.access(params)
         arguments = params.model_dump(mode="json", exclude_none=True)
-        where = _starts_in(ctx, arguments)
+        here, where = _starts_in(ctx, arguments)
         call = CallInfo(
             tool_name=tool.name,
             tool_call_id=ctx.tool_call_id,
@@ -299,6 +299,8 @@ class ToolRegistry:
             raise Cancelled(f"{tool.name} was cancelled before it started")
         if authorization.secrets:
             ctx = dataclasses.replace(ctx, secret_allowance=authorization.secrets)
+        if here is not None:
+            ctx = dataclasses.replace(ctx, cwd=here)
         result = _cleaned(await self._run_cancellable(tool, params, ctx))
         if not tool.streams_output and result.text and not result.is_error:
             ctx.emit("stdout", result.text)
@@ -392,15 +394,16 @@ def _short_repr(value: Any) -> str:
     return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
-def _starts_in(ctx: ToolContext, arguments: dict[str, Any]) -> str | None:
-    """Where a call runs on a backend with a shared shell: that shell's directory, or the
-    ``cwd`` a command asks for (resolved from there). None: the workspace, as always."""
+def _starts_in(ctx: ToolContext, arguments: dict[str, Any]) -> tuple[str | None, str | None]:
+    """On a backend with a shared shell: ``(its directory, where the call runs)`` — the
+    second differs when a command asks for a ``cwd`` (resolved from the first). None: the
+    workspace, as on every backend without one."""
     target = arguments.get("target")
     here = ctx.backend.shell_cwd(target if isinstance(target, str) else None)
     asked = arguments.get("cwd")
     if here is None or not isinstance(asked, str) or not asked:
-        return here
+        return here, here
     try:
-        return str(ctx.policy.paths.check(asked).path)
+        return here, str(ctx.policy.paths.check(asked, base=here).path)
     except ToolError:
-        return here
+        return here, here

@@ -192,10 +192,12 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
         backend: Any = ctx.backend
         cwd = str(ctx.resolve_path(params.cwd)) if params.cwd else None
         spools = self.spools(ctx)
+        # Where the person approved it: a shell moved since (a take-over's cd) is refused.
+        expect = ctx.cwd if cwd is None else None
         try:
             if params.wait is False:
                 pane_id, notices = await backend.dispatch(
-                    params.command, target=params.target, cwd=cwd
+                    params.command, target=params.target, cwd=cwd, expect_cwd=expect
                 )
                 notes = [f"note: {n}" for n in _publish(ctx, notices)]
                 text = (
@@ -215,6 +217,7 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
                     on_chunk=_teed(ctx, spools),
                     cancel=ctx.cancel,
                     target=params.target,
+                    expect_cwd=expect,
                 )
             finally:
                 await _close(spools)

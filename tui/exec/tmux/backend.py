@@ -41,10 +41,11 @@ from tui.exec.tmux.markers import (
     detect_shell,
     find_markers,
     new_nonce,
+    prompt_row,
     shell_kind_of,
     strip_markers,
 )
-from tui.exec.tmux.prompt import PromptWatch, clear_input, refusal
+from tui.exec.tmux.prompt import PromptWatch, clear_input, moved, refusal
 from tui.exec.tmux.sessions import (
     DEFAULT_PANE_OPTION,
     NONCE_OPTION,
@@ -309,13 +310,15 @@ class TmuxBackend(ExecutionBackend):
         on_chunk: ChunkSink | None = None,
         cancel: asyncio.Event | None = None,
         target: str | None = None,
+        expect_cwd: str | None = None,
     ) -> ExecResult:
         """Type ``command`` into the shared pane (or ``target``) and wait for its prompt.
 
         ``env`` only matters when this call starts the tmux server: a pane's shell keeps
         its environment. ``cwd`` is a ``cd`` typed first, when the pane is elsewhere.
         On timeout the command keeps running; ``timed_out`` is set and a notice names the
-        pane and how to stop or watch it.
+        pane and how to stop or watch it. ``expect_cwd``: the directory the command was
+        approved in; if the shell is elsewhere now, nothing is typed (BackendError).
         """
         if cancel is not None and cancel.is_set():
             return ExecResult(exit_code=None, cancelled=True, merged_output=True)
@@ -325,18 +328,23 @@ class TmuxBackend(ExecutionBackend):
         state = await self._pane_for_command(target, notices, env)
         self._report(notices, on_chunk)
         async with state.lock:
-            job = await self._start_job(state, command, cwd, on_chunk)
+            job = await self._start_job(state, command, cwd, on_chunk, expect_cwd)
             return await self._finish_job(state, job, timeout, cancel, started, notices)
 
     async def dispatch(
-        self, command: str, *, target: str | None = None, cwd: str | None = None
+        self,
+        command: str,
+        *,
+        target: str | None = None,
+        cwd: str | None = None,
+        expect_cwd: str | None = None,
     ) -> tuple[str, list[str]]:
         """Type ``command`` and return at once: ``(pane id, notices)``. It runs on alone."""
         check_shared_shell(command)
         notices = self._take_notices()
         state = await self._pane_for_command(target, notices, None)
         async with state.lock:
-            await self._start_job(state, command, cwd, None)
+            await self._start_job(state, command, cwd, None, expect_cwd)
         return state.pane_id, notices
 
     def running_command(self, pane_id: str) -> str | None:
@@ -370,7 +378,12 @@ class TmuxBackend(ExecutionBackend):
         return job.stream.exit_code
 
     async def _start_job(
-        self, state: _Pane, command: str, cwd: str | None, on_chunk: ChunkSink | None
+        self,
+        state: _Pane,
+        command: str,
+        cwd: str | None,
+        on_chunk: ChunkSink | None,
+        expect_cwd: str | None = None,
     ) -> _Job:
         client = await self._client(state.session)
         status = await self._status(client, state.pane_id)
@@ -402,7 +415,11 @@ class TmuxBackend(ExecutionBackend):
                 f"pane {state.pane_id} now runs a nested {status.command} inside its "
                 f"{state.kind.value}; end it first (tmux_send_keys C-d) or use another pane"
             )
-        held = refusal(state.pane_id, state.prompt) if state.prompt else None
+        held = None
+        if state.prompt is not None:
+            held = refusal(state.pane_id, state.prompt) or (
+                None if cwd else moved(state.pane_id, state.prompt, expect_cwd)
+            )
         if held is not None:
             raise BackendError(held)
         if cwd and PurePosixPath(cwd) != PurePosixPath(status.path or "/"):
@@ -646,7 +663,7 @@ class TmuxBackend(ExecutionBackend):
         self._panes[pane_id] = state
         deadline = time.monotonic() + SETUP_TIMEOUT
         try:
-            line = bootstrap_line(kind, nonce, clear=created)
+            line = await self._bootstrap(client, pane_id, kind, nonce, created=created)
             await self._type(client, pane_id, line, clear=True)
             _, status_code = await watch.wait_end(deadline)
             if kind is ShellKind.BASH:
@@ -669,6 +686,24 @@ class TmuxBackend(ExecutionBackend):
             raise
         finally:
             state.watchers.remove(watch.feed)
+
+    async def _bootstrap(
+        self, client: ControlClient, pane_id: str, kind: ShellKind, nonce: str, *, created: bool
+    ) -> str:
+        """The set-up line, wiping its own echo: the whole screen of a pane we made, only the
+        rows it was typed on in a pane a person may have been using."""
+        if created:
+            return bootstrap_line(kind, nonce, clear=True)
+        (line,) = await client.command(
+            f"display-message -p -t {pane_id} "
+            "'#{cursor_x} #{cursor_y} #{pane_width} #{pane_height}'"
+        )
+        numbers = [int(n) for n in line.split() if n.isdigit()]
+        if len(numbers) != 4:
+            return bootstrap_line(kind, nonce)
+        probe = bootstrap_line(kind, nonce, erase_from=999)
+        row = prompt_row(probe, *numbers)
+        return bootstrap_line(kind, nonce, erase_from=row)
 
     async def _default_shell_kind(self, client: ControlClient) -> ShellKind | None:
         try:

@@ -111,14 +111,18 @@ _CLEAR = "printf '\\033[H\\033[2J'"
 _BASH_HAS_PS0 = "(( BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 404 ))"
 
 
-def bootstrap_line(kind: ShellKind, nonce: str, *, clear: bool = False) -> str:
+def bootstrap_line(
+    kind: ShellKind, nonce: str, *, clear: bool = False, erase_from: int | None = None
+) -> str:
     """One line that teaches the shell the protocol; typing it again changes only the nonce.
 
     It starts with a space so shells with ``HISTCONTROL=ignorespace`` keep it out of history,
     and bash deletes it from its history itself: pressing Up never brings it back.
     ``clear`` wipes the screen afterwards (a pane we just created: the person need not read
-    the set-up line). For bash its exit status, carried by the first marker, says whether
-    ``PS0`` works (bash 4.4+): 0 yes, 1 no.
+    the set-up line); ``erase_from`` (a 0-based screen row: where the prompt it is typed at
+    ends up) erases only from there down, so a person's pane keeps what it showed. For bash
+    its exit status, carried by the first marker, says whether ``PS0`` works (bash 4.4+):
+    0 yes, 1 no.
     """
     if not re.fullmatch(r"[0-9a-f]{8}", nonce):
         raise ValueError(f"bad nonce {nonce!r}")
@@ -162,12 +166,25 @@ def bootstrap_line(kind: ShellKind, nonce: str, *, clear: bool = False) -> str:
     setup = "setopt interactive_comments; " if kind is ShellKind.ZSH else ""
     line = f' __atui_n={nonce}; {setup}if [ -z "${{{_GUARD}-}}" ]; then {body}; fi'
     if kind is ShellKind.BASH:
-        line += "; history -d $((HISTCMD-1)) 2>/dev/null"
+        line += "; history -d $HISTCMD 2>/dev/null || history -d -1 2>/dev/null"
     if clear:
         line += f"; {_CLEAR}"
+    elif erase_from is not None:
+        line += f"; printf '\\033[{int(erase_from) + 1};1H\\033[J'"
     if kind is ShellKind.BASH:
         line += f"; {_BASH_HAS_PS0}"
     return line
+
+
+def prompt_row(line: str, cursor_x: int, cursor_y: int, width: int, height: int) -> int:
+    """The screen row of the prompt ``line`` is typed at, once typing and Enter scrolled it.
+
+    The line starts at the cursor and wraps at ``width``; Enter moves below its last row,
+    and whatever passes the bottom scrolls the screen up.
+    """
+    last = cursor_y + (cursor_x + len(line)) // max(1, width)
+    scrolled = max(0, last + 1 - (height - 1))
+    return max(0, cursor_y - scrolled)
 
 
 def command_text(kind: ShellKind, command: str) -> str:

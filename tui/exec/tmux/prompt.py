@@ -75,6 +75,18 @@ def refusal(pane_id: str, watch: PromptWatch) -> str | None:
     return None
 
 
+def moved(pane_id: str, watch: PromptWatch, expected: str | None) -> str | None:
+    """Why a command approved to run in ``expected`` must not be typed: the shell moved
+    since (a person's ``cd`` during the approval). None when it is still there."""
+    if expected is None or watch.cwd is None or watch.cwd == expected:
+        return None
+    return (
+        f"the shell in pane {pane_id} moved from {expected!r} to {watch.cwd!r} after the "
+        "command was approved; it was not typed, since it would run somewhere else. Call "
+        "again to have it judged where the shell is now, or pass cwd"
+    )
+
+
 def clear_input(pane_id: str) -> str:
     """A tmux command that empties the prompt line (emacs keys: end of line, kill to start).
 
