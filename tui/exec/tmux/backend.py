@@ -354,6 +354,11 @@ class TmuxBackend(ExecutionBackend):
             return None
         return state.job.command
 
+    def prompt_state(self, pane_id: str | None = None) -> str | None:
+        """``prompt``, ``running`` or ``continuation`` (see ``prompt.PromptWatch``)."""
+        state = self._panes.get(pane_id or self.default_pane or "")
+        return state.prompt.state if state is not None and state.prompt is not None else None
+
     def shell_cwd(self, pane_id: str | None = None) -> str | None:
         """The directory the shell of ``pane_id`` (default: the shared pane) last reported.
 
@@ -722,19 +727,21 @@ class TmuxBackend(ExecutionBackend):
                 "pane_in_mode",
                 "pane_dead",
                 "pane_current_command",
-                "pane_current_path",
                 "session_name",
+                "pane_current_path",
             )
         )
         try:
             lines = await client.command(f"display-message -p -t {pane_id} {quote(fields)}")
         except TmuxCommandError:
             return None
-        parts = (lines[0] if lines else "").split("\t")
+        # The directory comes last: its name may hold tabs and newlines (anyone can name a
+        # folder), which then only lengthen the last field.
+        parts = "\n".join(lines).split("\t", 5)
         # tmux 3.3 answers a display-message about a killed pane with empty fields, no error.
         if len(parts) != 6 or parts[0] != pane_id:
             return None
-        return _PaneStatus(parts[1] == "1", parts[2] == "1", parts[3], parts[4], parts[5])
+        return _PaneStatus(parts[1] == "1", parts[2] == "1", parts[3], parts[5], parts[4])
 
     # -- sessions and clients ----------------------------------------------------------------
 
