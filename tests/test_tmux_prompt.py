@@ -198,7 +198,7 @@ async def test_the_directory_is_reported_even_when_its_name_is_hostile(
     moved = await backend.run("cd /tmp", timeout=DEADLINE)
     assert moved.cwd == "/tmp" == backend.shell_cwd()
     # A name with a newline, an escape sequence, a BEL and a forged marker of another nonce.
-    hostile = tmp_path / "a\nb\x1b[31mred\x07 __ATUI_deadbeef_9_0_p2f__ é"
+    hostile = tmp_path / "a\nb\x1b[31mred\x07\t__ATUI_deadbeef_9_0_p2f__ é"
     hostile.mkdir()
     quoted = "'" + str(hostile).replace("'", "'\\''") + "'"
     result = await backend.run(f"cd {quoted} && echo in", timeout=DEADLINE)
@@ -274,6 +274,33 @@ async def test_relative_paths_and_the_approval_follow_the_shell(
     refused = await harness.call("run_shell", {"command": "rm -rf build", "why": "clean"})
     assert asked and (asked[0].cwd, asked[0].cwd_elsewhere) == (str(sub), True)
     assert refused.is_error and "moved from" in refused.text
+
+
+async def test_a_write_is_judged_where_the_shell_stands(
+    tmux_harness: tuple[Harness, TmuxBackend], tmp_path: Path, socket_name: str
+) -> None:
+    harness, backend = tmux_harness
+    harness.policy.approval_mode = ApprovalMode.AUTO_EDIT  # edits inside the workspace run
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    pane = backend.default_pane
+    assert pane
+    await take_over_typing(backend, socket_name, pane, f"cd {outside}", enter=True)
+
+    async def there() -> bool:
+        return backend.shell_cwd() == str(outside)
+
+    await until(there, "the person's cd")
+    asked: list[ApprovalRequested] = []
+
+    async def deny(request: ApprovalRequested) -> ApprovalAnswer:
+        asked.append(request)
+        return ApprovalAnswer(decision=ApprovalDecision.DENY)
+
+    harness.policy.approver = deny
+    result = await harness.call("write_file", {"path": "x.txt", "content": "x\n"})
+    assert result.is_error and not (outside / "x.txt").exists()
+    assert asked and asked[0].cwd == str(outside) and asked[0].cwd_elsewhere
 
 
 # -- the machinery is invisible ------------------------------------------------------------------
