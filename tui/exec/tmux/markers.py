@@ -100,9 +100,11 @@ _HEX_BASH = (
     'for ((i=0;i<${#s};i++)); do printf -v c %02x "\'${s:i:1}"; h+=$c; done; fi'
 )
 _HEX_ZSH = (
-    "setopt localoptions nomultibyte; local s=$PWD h= c i; "
+    # Its own function: ``localoptions`` restores options on return, which must not undo
+    # what the prompt hook sets for the next command (interactive_comments).
+    "__atui_x() { setopt localoptions nomultibyte; local s=$PWD c i; "
     f"if (( ${{#s}} <= {MAX_CWD_BYTES} )); then "
-    'for ((i=1;i<=${#s};i++)); do printf -v c %02x "\'${s[i]}"; h+=$c; done; fi'
+    'for ((i=1;i<=${#s};i++)); do printf -v c %02x "\'${s[i]}"; h+=$c; done; fi; }'
 )
 _GUARD = "__atui_g2"
 """Bumped when the protocol changes, so a pane taught an older one is taught again."""
@@ -147,7 +149,8 @@ def bootstrap_line(
         # prompt, so a command that unsets it cannot make the next one mean something else.
         body = (
             f"{_GUARD}=1; __atui_i=0; "
-            f"__atui_p() {{ local e=$?; setopt interactive_comments; {_HEX_ZSH}; "
+            f"{_HEX_ZSH}; "
+            "__atui_p() { local e=$? h=; setopt interactive_comments; __atui_x; "
             f"__atui_i=$((__atui_i+1)); {end}; return $e; }}; "
             f"__atui_go() {{ {go}; }}; "
             "setopt interactive_comments; unsetopt prompt_sp; "
