@@ -342,3 +342,60 @@ async def test_an_existing_pane_keeps_its_screen_without_the_set_up_line(
     lines = await screen(socket_name, pane)
     assert "before" in lines and "after" in lines
     assert not any("atui" in line.lower() for line in lines), lines
+
+
+# -- shown where the person looks ----------------------------------------------------------------
+
+
+async def test_the_block_and_the_approval_show_where_it_runs(
+    socket_name: str, workspace: Path
+) -> None:
+    from tests.scripted_server import ScriptedServer
+    from tests.test_ui_app import app_for, make_session, send, shell_step
+    from tests.test_ui_app import until as ui_until
+    from tui.ui.approval.modal import ApprovalScreen
+
+    weird = workspace / "sub\nfake line"
+    weird.mkdir()
+    backend = make_backend_for_app(socket_name, workspace)
+    with ScriptedServer() as server:
+        server.add(
+            shell_step("cd 'sub\nfake line'"),
+            shell_step("touch made.txt", call_id="call_2"),
+            {"text": "Done."},
+        )
+        app = app_for(make_session(workspace, server, backend=backend))
+        try:
+            async with app.run_test(size=(160, 40)) as pilot:
+                await send(pilot, app, "go")
+                # `cd` is read-only: it runs at once; the next call asks, from the new place.
+                await ui_until(pilot, lambda: app.approval_open is not None, "the approval")
+                second = app.screen
+                assert isinstance(second, ApprovalScreen)
+                assert second.request.tool_call_id == "call_2"
+                assert (second.request.cwd, second.request.cwd_elsewhere) == (str(weird), True)
+                header = second._header().plain
+                assert f"in {printable(str(weird))} (not the workspace)" in header
+                assert "\n" not in header
+                done = app.tools.state("call_1")
+                assert done.cwd_after == str(weird)
+                await pilot.press("y")
+                await ui_until(pilot, lambda: app.tools.state("call_2").finished, "the command")
+                block = app.tools.blocks["call_2"]
+                assert f"in {printable(str(weird))}" in block._title()
+                assert (weird / "made.txt").exists()
+        finally:
+            await backend.close()
+
+
+def make_backend_for_app(socket_name: str, workspace: Path) -> TmuxBackend:
+    from tui.exec.local import LocalBackend
+
+    return TmuxBackend(
+        LocalBackend(default_cwd=str(workspace)),
+        socket_name=socket_name,
+        shell=SHELL,
+        config="/dev/null",
+        default_cwd=str(workspace),
+        env=clean_env(),
+    )
