@@ -79,7 +79,11 @@ class RunShellParams(ToolParams):
         description=f"Seconds before the command is killed (default {DEFAULT_TIMEOUT:g}).",
     )
     cwd: str | None = Field(
-        default=None, description="Working directory; relative paths start at the workspace."
+        default=None,
+        description=(
+            "Working directory; relative paths start at the workspace (on a tmux backend: "
+            "where its shell stands)."
+        ),
     )
     wait: bool | float | str = Field(
         default=True,
