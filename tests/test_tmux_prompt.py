@@ -187,7 +187,15 @@ async def test_a_half_typed_command_or_a_busy_shell_refuses_the_call(
 # -- where it runs -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize(
+    "shell",
+    [
+        *SHELLS,
+        pytest.param(
+            "dash", id="dash", marks=pytest.mark.skipif(not shutil.which("dash"), reason="no dash")
+        ),
+    ],
+)
 async def test_the_directory_is_reported_even_when_its_name_is_hostile(
     make_backend: MakeBackend, tmp_path: Path, shell: str
 ) -> None:

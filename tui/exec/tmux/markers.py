@@ -162,7 +162,12 @@ def bootstrap_line(
         body = (
             f"{_GUARD}=1; __atui_i=0; __atui_e=$(printf '\\033'); __atui_b=$(printf '\\007'); "
             f"__atui_go() {{ {go}; }}; "
-            "PS1='${__atui_e}]6973;__ATUI_${__atui_n}_$((__atui_i+=1))_$?__${__atui_b}'"
+            # No string builtins to hex with: od (POSIX; -v keeps repeated bytes), run at
+            # each prompt through a command substitution in PS1 ($? is read before it).
+            f'__atui_x() {{ [ ${{#PWD}} -le {MAX_CWD_BYTES} ] && printf %s "$PWD" | '
+            "od -An -v -tx1 | tr -d ' \\n'; }; "
+            "PS1='${__atui_e}]6973;__ATUI_${__atui_n}_$((__atui_i+=1))_$?_p$(__atui_x)__"
+            "${__atui_b}'"
             '"$PS1"; '
             "PS2='${__atui_e}]6973;__ATUI_${__atui_n}_0_ps2__${__atui_b}'\"$PS2\""
         )
