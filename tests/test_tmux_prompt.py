@@ -407,3 +407,21 @@ def make_backend_for_app(socket_name: str, workspace: Path) -> TmuxBackend:
         default_cwd=str(workspace),
         env=clean_env(),
     )
+
+
+@pytest.mark.parametrize("split", range(1, 60, 7))
+def test_the_prompt_watch_follows_markers_split_across_reads(split: int) -> None:
+    from tui.exec.tmux.prompt import PromptWatch
+
+    nonce = "0123abcd"
+    watch = PromptWatch(nonce)
+    go = f"\x1b]6973;__ATUI_{nonce}_4_go__\x07".encode()
+    end = f"\x1b]6973;__ATUI_{nonce}_4_0_p{b'/srv'.hex()}__\x07".encode()
+    ps2 = f"\x1b]6973;__ATUI_{nonce}_0_ps2__\x07".encode()
+    stream = b"echo x\r\n" + go + b"x\r\n" + end + b"$ for i in 1; do\r\n" + ps2 + b"> "
+    watch.feed(stream[:split])
+    watch.feed(stream[split:])
+    assert watch.state == "continuation" and watch.cwd == "/srv" and watch.last_id == 4
+    other = PromptWatch("ffffffff")
+    other.feed(stream)  # another pane's nonce: nothing it says counts here
+    assert other.state == "prompt" and other.cwd is None
