@@ -325,6 +325,11 @@ async def test_the_screen_shows_no_set_up_and_no_marker_lines(
     assert pane
     await backend.run("echo hi", timeout=DEADLINE)
     await backend.run("echo there", timeout=DEADLINE)
+
+    async def prompt_drawn() -> bool:  # the end marker comes just before the prompt
+        return len(await screen(socket_name, pane)) >= 5
+
+    await until(prompt_drawn, "the prompt after `echo there`")
     lines = await screen(socket_name, pane)
     assert not any("atui" in line.lower() for line in lines), lines
     assert len(lines) == 5 and "" not in lines, lines  # prompt, hi, prompt, there, prompt
