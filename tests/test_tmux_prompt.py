@@ -115,6 +115,35 @@ async def test_text_left_at_the_prompt_is_not_glued_onto_the_command(
 
 
 @pytest.mark.parametrize("shell", SHELLS)
+async def test_text_left_in_vi_command_mode_is_dropped_too(
+    make_backend: MakeBackend, socket_name: str, shell: str
+) -> None:
+    backend = make_backend(shell=shell)
+    await backend.run("set -o vi" if shell == SHELL else "bindkey -v", timeout=DEADLINE)
+    pane = backend.default_pane
+    assert pane
+
+    async def cursor_x() -> int:
+        return int(await tmux(socket_name, "display-message", "-p", "-t", pane, "#{cursor_x}"))
+
+    home = await cursor_x()
+    await take_over_typing(backend, socket_name, pane, "echo leftover")
+    # Escape to command mode and back to the line's start: the emacs keys do nothing here.
+    await tmux(socket_name, "send-keys", "-t", pane, "Escape")
+    await tmux(socket_name, "send-keys", "-t", pane, "-l", "0")
+
+    async def at_start() -> bool:
+        return await cursor_x() == home
+
+    await until(at_start, "the cursor at the start of the left text")
+    approved = "echo approved-$((6 * 7))"
+    result = await backend.run(approved, timeout=DEADLINE)
+    assert result.stdout == "approved-42\n"
+    history = await backend.run("fc -ln -1", timeout=DEADLINE)
+    assert history.stdout.strip() == approved
+
+
+@pytest.mark.parametrize("shell", SHELLS)
 async def test_a_program_in_the_pane_is_never_typed_into(
     make_backend: MakeBackend, socket_name: str, shell: str
 ) -> None:

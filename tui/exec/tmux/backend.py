@@ -45,7 +45,7 @@ from tui.exec.tmux.markers import (
     shell_kind_of,
     strip_markers,
 )
-from tui.exec.tmux.prompt import PromptWatch, clear_input, moved, refusal
+from tui.exec.tmux.prompt import PromptWatch, clear_input, discard_input, moved, refusal
 from tui.exec.tmux.sessions import (
     DEFAULT_PANE_OPTION,
     NONCE_OPTION,
@@ -427,6 +427,8 @@ class TmuxBackend(ExecutionBackend):
             )
         if held is not None:
             raise BackendError(held)
+        if state.prompt is not None and state.prompt.typed:
+            await discard_input(state.pane_id, state.prompt, client.command, CANCEL_GRACE)
         if cwd and PurePosixPath(cwd) != PurePosixPath(status.path or "/"):
             await self._change_directory(client, state, cwd)
         self._mark_used(state.pane_id)

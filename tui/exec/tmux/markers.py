@@ -43,11 +43,11 @@ OSC_OPEN = "\x1b]6973;"
 """A private OSC number: tmux passes the sequence through ``%output`` and draws nothing."""
 OSC_CLOSE = "\x07"
 MARKER_PATTERN = (
-    rb"\x1b\]6973;__ATUI_([0-9a-f]{8})_([0-9]+)_([0-9]+|go|ps2)"
+    rb"\x1b\]6973;__ATUI_([0-9a-f]{8})_([0-9]+)_([0-9]+|go|ps2|in)"
     rb"(?:_p([0-9a-f]{0,%d}))?__\x07" % (2 * MAX_CWD_BYTES)
 )
 _MARKER = re.compile(MARKER_PATTERN)
-_TEXT_BODY = r"_[0-9]+_(?:[0-9]+|go|ps2)(?:_p[0-9a-f]*)?__"
+_TEXT_BODY = r"_[0-9]+_(?:[0-9]+|go|ps2|in)(?:_p[0-9a-f]*)?__"
 _MARKER_TEXT = re.compile(r"(?:\x1b\]6973;)?__ATUI_[0-9a-f]{8}" + _TEXT_BODY + r"\x07?")
 OVERFLOW_LIMIT = 4 * 1024 * 1024
 """Bytes past the keep cap held for the live sink between two reads (it takes them at once)."""
@@ -138,7 +138,8 @@ def bootstrap_line(
             'case ";${PROMPT_COMMAND-};" in *";__atui_p;"*) ;; '
             '*) PROMPT_COMMAND="__atui_p${PROMPT_COMMAND:+;$PROMPT_COMMAND}";; esac; '
             "PS0='\\e]6973;__ATUI_${__atui_n}_$((__atui_i+1))_go__\\a'\"${PS0-}\"; "
-            "PS2='\\[\\e]6973;__ATUI_${__atui_n}_0_ps2__\\a\\]'\"${PS2-}\""
+            "PS2='\\[\\e]6973;__ATUI_${__atui_n}_0_ps2__\\a\\]'\"${PS2-}\"; "
+            "PS1=\"${PS1-}\"'\\[\\e]6973;__ATUI_${__atui_n}_0_in__\\a\\]'"
         )
     elif kind is ShellKind.ZSH:
         # zsh prompts expand no variables without prompt_subst: the nonce is pasted into PS2
@@ -156,7 +157,8 @@ def bootstrap_line(
             "setopt interactive_comments; unsetopt prompt_sp; "
             "precmd_functions=(__atui_p ${precmd_functions:#__atui_p}); "
             "preexec_functions=(__atui_go ${preexec_functions:#__atui_go}); "
-            "PS2=$'%{\\e]6973;__ATUI_'$__atui_n$'_0_ps2__\\a%}'\"$PS2\""
+            "PS2=$'%{\\e]6973;__ATUI_'$__atui_n$'_0_ps2__\\a%}'\"$PS2\"; "
+            "PS1=\"$PS1\"$'%{\\e]6973;__ATUI_'$__atui_n$'_0_in__\\a%}'"
         )
     else:
         body = (
@@ -169,7 +171,8 @@ def bootstrap_line(
             "PS1='${__atui_e}]6973;__ATUI_${__atui_n}_$((__atui_i+=1))_$?_p$(__atui_x)__"
             "${__atui_b}'"
             '"$PS1"; '
-            "PS2='${__atui_e}]6973;__ATUI_${__atui_n}_0_ps2__${__atui_b}'\"$PS2\""
+            "PS2='${__atui_e}]6973;__ATUI_${__atui_n}_0_ps2__${__atui_b}'\"$PS2\"; "
+            "PS1=\"$PS1\"'${__atui_e}]6973;__ATUI_${__atui_n}_0_in__${__atui_b}'"
         )
     setup = "setopt interactive_comments; " if kind is ShellKind.ZSH else ""
     line = f' __atui_n={nonce}; {setup}if [ -z "${{{_GUARD}-}}" ]; then {body}; fi'
@@ -211,7 +214,7 @@ def command_text(kind: ShellKind, command: str) -> str:
     return text
 
 
-MarkerKind = Literal["end", "go", "ps2"]
+MarkerKind = Literal["end", "go", "ps2", "in"]
 
 
 @dataclass(frozen=True)
@@ -234,7 +237,9 @@ class Marker:
 
 def parse_marker(match: re.Match[bytes], offset: int = 0) -> Marker:
     tail = match.group(3)
-    kind: MarkerKind = "go" if tail == b"go" else "ps2" if tail == b"ps2" else "end"
+    kind: MarkerKind = (
+        "go" if tail == b"go" else "ps2" if tail == b"ps2" else "in" if tail == b"in" else "end"
+    )
     return Marker(
         nonce=match.group(1).decode(),
         id=int(match.group(2)),
