@@ -96,6 +96,7 @@ def make_harness(
     """The app's wiring around ``workspace``; ``backend`` defaults to a LocalBackend there."""
     policy = SecurityPolicy(workspace, settings, approval_mode=mode, **policy_kwargs)
     backend = backend or LocalBackend(default_cwd=str(workspace))
+    policy.follow_shell(backend.shell_cwd)  # as the session does
     return Harness(workspace, policy, ToolRegistry(builtin_tools(backend)), backend)
 
 

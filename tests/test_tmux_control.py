@@ -190,7 +190,7 @@ def test_unescape_output() -> None:
 
 
 def _marker(marker_id: int, tail: str) -> bytes:
-    return f"\x1b[8m__ATUI_{NONCE}_{marker_id}_{tail}__\x1b[0m\r\n".encode()
+    return f"\x1b]6973;__ATUI_{NONCE}_{marker_id}_{tail}__\x07".encode()
 
 
 PANE_BYTES = (
@@ -224,7 +224,7 @@ def test_command_stream_ignores_other_ids_other_nonces_and_streams_lines() -> No
     stream.feed(b"o\r\n" + _marker(6, "0") + _marker(7, "2"))
     live.append(stream.take_live())
     assert stream.exit_code == 2
-    assert "".join(live) == stream.output() == "one\n__ATUI_deadbeef_7_0__\ntwo\n\n"
+    assert "".join(live) == stream.output() == "one\n__ATUI_deadbeef_7_0__\ntwo\n"
 
 
 def test_command_stream_past_its_cap_still_finds_the_end() -> None:
@@ -253,7 +253,7 @@ def test_terminal_text_applies_carriage_returns_and_drops_escapes() -> None:
 
 
 def test_strip_markers_only_strips_the_given_pane() -> None:
-    text = f"a\x1b[8m__ATUI_{NONCE}_3_0__\x1b[0m b __ATUI_deadbeef_3_0__"
+    text = f"a\x1b]6973;__ATUI_{NONCE}_3_0_p2f746d70__\x07 b __ATUI_deadbeef_3_0__"
     assert strip_markers(text, NONCE) == "a b __ATUI_deadbeef_3_0__"
     assert strip_markers(text) == "a b "
 

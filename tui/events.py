@@ -78,6 +78,11 @@ class ToolCallStarted(Event):
     actor: str = "local"
     """Where it runs: ``local``, ``ssh:host``, ``container:name``, optionally ``…/tmux:%3``."""
     risk: str | None = None
+    cwd: str | None = None
+    """The directory it starts in and relative paths start at: a shared shell's (None: the
+    workspace, as for every call on a backend without one)."""
+    cwd_elsewhere: bool = False
+    """``cwd`` is not the workspace: shown highlighted."""
 
 
 class ToolOutputChunk(Event):
@@ -110,6 +115,8 @@ class ToolCallCompleted(Event):
     """What a cap cut that the model's truncation marker does not cover (the disk cap of
     the saved output), one sentence each, for the block."""
     child_loop_id: str | None = None
+    cwd: str | None = None
+    """Where the shared shell stands after the command (a ``cd`` moves it)."""
 
 
 class RiskSegmentView(BaseModel):
@@ -138,6 +145,10 @@ class ApprovalRequested(Event):
     reason: str = ""
     """Why the policy asks: the mode, the ``ask`` rule, the secret read (see
     ``tui.security.reasons``), so a person never approves without knowing why they are asked."""
+    cwd: str | None = None
+    """Where it will run: the shared shell's directory (None: the workspace)."""
+    cwd_elsewhere: bool = False
+    """``cwd`` is not the workspace: the modal highlights it."""
 
 
 class ApprovalResolved(Event):

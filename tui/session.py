@@ -219,6 +219,7 @@ def build_session(
         target_home=target_home,
     )
     backend = backend or LocalBackend(default_cwd=str(workspace))
+    policy.follow_shell(backend.shell_cwd)
     registry = ToolRegistry()
     extensions = Extensions(
         loaded, workspace, registry, bus.publish, env=policy.command_env(), local=local_paths

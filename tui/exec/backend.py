@@ -47,6 +47,9 @@ class ExecResult:
     """stdout and stderr arrive as one stream (a tmux pane): stderr is then empty."""
     notices: list[str] = field(default_factory=list)
     """Things the person and the model should know (a pane recreated, a drain cut short)."""
+    cwd: str | None = None
+    """Where a shared shell stands after the command (its next command starts there);
+    None for a fresh process per command or when the shell did not say."""
 
 
 class InteractiveProcess(ABC):
@@ -136,6 +139,14 @@ class ExecutionBackend(ABC):
             BackendError: the target cannot start it.
         """
         raise BackendError(f"{self.actor} cannot start interactive processes")
+
+    def shell_cwd(self, pane_id: str | None = None) -> str | None:
+        """Where a shared shell stands now: its next command, and relative paths, start there.
+
+        None (the default) when every command starts afresh in the workspace; tmux backends
+        answer with the directory their pane's shell last reported.
+        """
+        return None
 
     async def close(self) -> None:  # noqa: B027 - optional hook, default does nothing
         """Release connections, servers, containers the backend started."""

@@ -12,7 +12,7 @@ the user lists them in ``allowed_secret_paths`` or approves that one call.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,6 +58,9 @@ class PathGuard:
     """The target's home folder, for ``~`` when the target is not this machine."""
     allowed_secrets: list[str] = field(default_factory=list)
     """Secret places the user lets the agent read (``allowed_secret_paths``)."""
+    relative_base: Callable[[], str | None] | None = field(default=None, repr=False)
+    """Where relative paths start when it answers an absolute path (a shared shell's
+    directory); the workspace otherwise."""
 
     def __post_init__(self) -> None:
         self.workspace = self._canonical(str(self.workspace))
@@ -86,6 +89,13 @@ class PathGuard:
         if self.local:
             return _canonical(path)
         return Path(os.path.normpath(_expand_home(path, self.home)))
+
+    def base_dir(self) -> Path:
+        """The directory relative paths start at (see ``relative_base``)."""
+        base = self.relative_base() if self.relative_base is not None else None
+        if base and base.startswith("/") and "\x00" not in base:
+            return Path(_expand_home(base, self.home))
+        return self.workspace
 
     def inside_workspace(self, path: Path) -> bool:
         return any(path.is_relative_to(root) for root in self._roots)
@@ -137,7 +147,7 @@ class PathGuard:
         lexical = os.path.normpath(path)
         return self.secret_reason(lexical, None if follow else lexical, allowance) is not None
 
-    def check(self, raw: str, allowance: Collection[Path] = ()) -> Checked:
+    def check(self, raw: str, allowance: Collection[Path] = (), base: str | None = None) -> Checked:
         """Every refusal but the secret one, which is reported for the caller to decide.
 
         Raises:
@@ -150,7 +160,7 @@ class PathGuard:
             raise InvalidArguments("path is empty")
         expanded = Path(_expand_home(raw, self.home))
         if not expanded.is_absolute():
-            expanded = self.workspace / expanded
+            expanded = (Path(base) if base else self.base_dir()) / expanded
         lexical = Path(os.path.normpath(expanded))
         real = Path(os.path.realpath(expanded)) if self.local else lexical
         if self.workspace_only and not (
@@ -163,7 +173,14 @@ class PathGuard:
             )
         return Checked(real, self.secret_reason(str(lexical), str(real), allowance))
 
-    def resolve(self, raw: str, *, write: bool = False, allowance: Collection[Path] = ()) -> Path:
+    def resolve(
+        self,
+        raw: str,
+        *,
+        write: bool = False,
+        allowance: Collection[Path] = (),
+        base: str | None = None,
+    ) -> Path:
         """A checked, canonical absolute path.
 
         Args:
@@ -176,7 +193,7 @@ class PathGuard:
             PermissionDenied: NUL byte, a secret, or outside the workspace when
                 workspace-only is on.
         """
-        checked = self.check(raw, () if write else allowance)
+        checked = self.check(raw, () if write else allowance, base)
         if checked.secret is not None:
             raise PermissionDenied(secret_refusal(raw, checked.secret, write=write))
         return checked.path

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -88,6 +89,8 @@ class CallInfo:
     approval_wait: float = 0.0
     """Seconds this call spent waiting for a person (its turn in the queue included); set
     by the policy, so the call's duration can leave it out and show it apart."""
+    cwd: str | None = None
+    """Where the call runs and relative paths start: the shared shell's directory."""
 
 
 class SecurityPolicy:
@@ -162,10 +165,33 @@ class SecurityPolicy:
         return self.settings.permission_ceiling
 
     def resolve_path(
-        self, raw: str, *, write: bool = False, allowance: tuple[Path, ...] = ()
+        self,
+        raw: str,
+        *,
+        write: bool = False,
+        allowance: tuple[Path, ...] = (),
+        base: str | None = None,
     ) -> Path:
-        """A checked path; ``allowance`` is the secrets approved for the calling tool call."""
-        return self.paths.resolve(raw, write=write, allowance=allowance)
+        """A checked path; ``allowance`` is the secrets approved for the calling tool call,
+        ``base`` the directory the call was approved in (None: where the shell is now)."""
+        return self.paths.resolve(raw, write=write, allowance=allowance, base=base)
+
+    def follow_shell(self, cwd: Callable[[], str | None]) -> None:
+        """Judge relative paths against ``cwd()`` (a shared shell's directory) when it answers.
+
+        A person or the model may ``cd`` in a watched tmux shell; a relative path then means
+        what it would mean typed there, and the approval says where that is.
+        """
+        self.paths.relative_base = cwd
+
+    def elsewhere(self, cwd: str | None) -> bool:
+        """True when ``cwd`` is known and is not the workspace itself."""
+        if cwd is None:
+            return False
+        here = str(self.workspace)
+        if os.path.normpath(cwd) == here:
+            return False
+        return not self.paths.local or os.path.realpath(cwd) != here
 
     def secret_reads(self, access: ToolAccess) -> dict[str, Checked]:
         """The call's read paths that are secrets (neither allowed nor approved yet)."""
@@ -378,6 +404,8 @@ class SecurityPolicy:
             claimed_risk=access.claimed_risk,
             why=access.why,
             actor=call.actor,
+            cwd=call.cwd,
+            cwd_elsewhere=self.elsewhere(call.cwd),
             suggested_pattern=suggest_pattern(call.tool_name, access, risk),
             reason=reason,
             loop_id=call.loop_id,

@@ -46,6 +46,9 @@ class ToolContext:
     secret_allowance: tuple[Path, ...] = ()
     """Secret paths the person approved for this one call; set by the registry on a copy
     of the context, so no other call ever sees it."""
+    cwd: str | None = None
+    """Where the call was judged and approved to run: a shared shell's directory at that
+    moment (None: the workspace). Relative paths resolve there even if the shell moves."""
 
     @property
     def workspace(self) -> Path:
@@ -75,7 +78,9 @@ class ToolContext:
 
     def resolve_path(self, raw: str, *, write: bool = False) -> Path:
         """A checked absolute path (raises PermissionDenied when the policy forbids it)."""
-        return self.policy.resolve_path(raw, write=write, allowance=self.secret_allowance)
+        return self.policy.resolve_path(
+            raw, write=write, allowance=self.secret_allowance, base=self.cwd
+        )
 
     def for_call(self, tool_call_id: str, tool_name: str) -> ToolContext:
         """A sibling context for another call sharing backend, policy and sinks."""

@@ -312,7 +312,12 @@ def plural(count: int, word: str) -> str:
 
 
 class ReadFileParams(ToolParams):
-    path: str = Field(description="File to read; relative paths start at the workspace.")
+    path: str = Field(
+        description=(
+            "File to read; relative paths start at the workspace (on a tmux "
+            "backend: where its shell stands)."
+        )
+    )
     offset: int = Field(default=1, ge=1, description="1-based line number to start at (default 1).")
     limit: int = Field(
         default=DEFAULT_READ_LIMIT,
@@ -550,7 +555,12 @@ Examples: {"path": "src/util/slug.py", "content": "def slug(s):\\n    return s.l
 
 
 class EditFileParams(ToolParams):
-    path: str = Field(description="File to edit; relative paths start at the workspace.")
+    path: str = Field(
+        description=(
+            "File to edit; relative paths start at the workspace (on a tmux "
+            "backend: where its shell stands)."
+        )
+    )
     old_string: str = Field(
         description="The exact text to replace, copied from the file with its indentation and "
         "line breaks (without read_file's line-number prefixes). It must occur exactly once "

@@ -184,7 +184,12 @@ def dump_notebook(notebook: Any) -> bytes:
 
 
 class NotebookEditParams(ToolParams):
-    path: str = Field(description="The .ipynb file; relative paths start at the workspace.")
+    path: str = Field(
+        description=(
+            "The .ipynb file; relative paths start at the workspace (on a tmux "
+            "backend: where its shell stands)."
+        )
+    )
     action: Action = Field(
         description="insert: add a new cell at cell_index; replace: change the cell at "
         "cell_index; delete: remove the cell at cell_index."

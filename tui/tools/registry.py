@@ -257,6 +257,7 @@ class ToolRegistry:
                 cut_notes=list(result.details.get("cut_notes", [])),
                 child_loop_id=result.child_loop_id,
                 loop_id=ctx.loop_id,
+                cwd=result.details.get("cwd"),
             )
         )
         return result
@@ -267,6 +268,7 @@ class ToolRegistry:
         """Authorize, then run; ``waited`` gets the seconds spent asking a person."""
         access = tool.access(params)
         arguments = params.model_dump(mode="json", exclude_none=True)
+        here, where = _starts_in(ctx, arguments)
         call = CallInfo(
             tool_name=tool.name,
             tool_call_id=ctx.tool_call_id,
@@ -274,6 +276,7 @@ class ToolRegistry:
             actor=ctx.backend.actor,
             loop_id=ctx.loop_id,
             cancel=ctx.cancel,
+            cwd=where,
         )
         try:
             authorization = await ctx.policy.authorize(access, call)
@@ -287,6 +290,8 @@ class ToolRegistry:
                 command=access.command,
                 actor=ctx.backend.actor,
                 risk=authorization.risk_level,
+                cwd=where,
+                cwd_elsewhere=ctx.policy.elsewhere(where),
                 loop_id=ctx.loop_id,
             )
         )
@@ -294,6 +299,8 @@ class ToolRegistry:
             raise Cancelled(f"{tool.name} was cancelled before it started")
         if authorization.secrets:
             ctx = dataclasses.replace(ctx, secret_allowance=authorization.secrets)
+        if here is not None:
+            ctx = dataclasses.replace(ctx, cwd=here)
         result = _cleaned(await self._run_cancellable(tool, params, ctx))
         if not tool.streams_output and result.text and not result.is_error:
             ctx.emit("stdout", result.text)
@@ -385,3 +392,18 @@ def _short_repr(value: Any) -> str:
         except ValueError:  # int beyond the str-conversion limit
             shown = f"an {type(value).__name__} too large to show"
     return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def _starts_in(ctx: ToolContext, arguments: dict[str, Any]) -> tuple[str | None, str | None]:
+    """On a backend with a shared shell: ``(its directory, where the call runs)`` — the
+    second differs when a command asks for a ``cwd`` (resolved from the first). None: the
+    workspace, as on every backend without one."""
+    target = arguments.get("target")
+    here = ctx.backend.shell_cwd(target if isinstance(target, str) else None)
+    asked = arguments.get("cwd")
+    if here is None or not isinstance(asked, str) or not asked:
+        return here, here
+    try:
+        return here, str(ctx.policy.paths.check(asked, base=here).path)
+    except ToolError:
+        return here, here

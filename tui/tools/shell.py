@@ -79,7 +79,11 @@ class RunShellParams(ToolParams):
         description=f"Seconds before the command is killed (default {DEFAULT_TIMEOUT:g}).",
     )
     cwd: str | None = Field(
-        default=None, description="Working directory; relative paths start at the workspace."
+        default=None,
+        description=(
+            "Working directory; relative paths start at the workspace (on a tmux backend: "
+            "where its shell stands)."
+        ),
     )
     wait: bool | float | str = Field(
         default=True,
@@ -192,10 +196,12 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
         backend: Any = ctx.backend
         cwd = str(ctx.resolve_path(params.cwd)) if params.cwd else None
         spools = self.spools(ctx)
+        # Where the person approved it: a shell moved since (a take-over's cd) is refused.
+        expect = ctx.cwd if cwd is None else None
         try:
             if params.wait is False:
                 pane_id, notices = await backend.dispatch(
-                    params.command, target=params.target, cwd=cwd
+                    params.command, target=params.target, cwd=cwd, expect_cwd=expect
                 )
                 notes = [f"note: {n}" for n in _publish(ctx, notices)]
                 text = (
@@ -215,6 +221,7 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
                     on_chunk=_teed(ctx, spools),
                     cancel=ctx.cancel,
                     target=params.target,
+                    expect_cwd=expect,
                 )
             finally:
                 await _close(spools)
@@ -290,6 +297,8 @@ def format_result(
         "duration_ms": round(result.duration_ms, 1),
         "truncated_chars": 0,
     }
+    if result.cwd is not None:
+        details["cwd"] = result.cwd
     parts: list[str] = []
     streams = (
         [("stdout", result.stdout)]

@@ -33,6 +33,7 @@ from tui.exec.tmux.control import ControlClient, ControlClosed, Reply, TmuxComma
 from tui.exec.tmux.guard import check_shared_shell
 from tui.exec.tmux.keyboard import hex_lines, literal_lines, paste_lines
 from tui.exec.tmux.markers import (
+    MAX_MARKER_BYTES,
     CommandStream,
     ShellKind,
     bootstrap_line,
@@ -40,9 +41,11 @@ from tui.exec.tmux.markers import (
     detect_shell,
     find_markers,
     new_nonce,
+    prompt_row,
     shell_kind_of,
     strip_markers,
 )
+from tui.exec.tmux.prompt import PromptWatch, clear_input, discard_input, moved, refusal
 from tui.exec.tmux.sessions import (
     DEFAULT_PANE_OPTION,
     NONCE_OPTION,
@@ -127,6 +130,8 @@ class _Pane:
     shell_pid: int | None = None
     """The pane's shell, on a local host only (its session is swept on cancel)."""
     watchers: list[Callable[[bytes], None]] = field(default_factory=list)
+    prompt: PromptWatch | None = None
+    """Where the shell stands (prompt, running, half-typed input) and its directory."""
 
 
 @dataclass
@@ -149,7 +154,7 @@ class _MarkerWatch:
         self._changed = asyncio.Event()
 
     def feed(self, chunk: bytes) -> None:
-        begin = max(0, len(self.data) - 64)
+        begin = max(0, len(self.data) - MAX_MARKER_BYTES)
         self.data += chunk
         for marker in find_markers(bytes(self.data[begin:]), self.nonce):
             if marker.start + begin >= self._processed:
@@ -305,13 +310,15 @@ class TmuxBackend(ExecutionBackend):
         on_chunk: ChunkSink | None = None,
         cancel: asyncio.Event | None = None,
         target: str | None = None,
+        expect_cwd: str | None = None,
     ) -> ExecResult:
         """Type ``command`` into the shared pane (or ``target``) and wait for its prompt.
 
         ``env`` only matters when this call starts the tmux server: a pane's shell keeps
         its environment. ``cwd`` is a ``cd`` typed first, when the pane is elsewhere.
         On timeout the command keeps running; ``timed_out`` is set and a notice names the
-        pane and how to stop or watch it.
+        pane and how to stop or watch it. ``expect_cwd``: the directory the command was
+        approved in; if the shell is elsewhere now, nothing is typed (BackendError).
         """
         if cancel is not None and cancel.is_set():
             return ExecResult(exit_code=None, cancelled=True, merged_output=True)
@@ -321,18 +328,23 @@ class TmuxBackend(ExecutionBackend):
         state = await self._pane_for_command(target, notices, env)
         self._report(notices, on_chunk)
         async with state.lock:
-            job = await self._start_job(state, command, cwd, on_chunk)
+            job = await self._start_job(state, command, cwd, on_chunk, expect_cwd)
             return await self._finish_job(state, job, timeout, cancel, started, notices)
 
     async def dispatch(
-        self, command: str, *, target: str | None = None, cwd: str | None = None
+        self,
+        command: str,
+        *,
+        target: str | None = None,
+        cwd: str | None = None,
+        expect_cwd: str | None = None,
     ) -> tuple[str, list[str]]:
         """Type ``command`` and return at once: ``(pane id, notices)``. It runs on alone."""
         check_shared_shell(command)
         notices = self._take_notices()
         state = await self._pane_for_command(target, notices, None)
         async with state.lock:
-            await self._start_job(state, command, cwd, None)
+            await self._start_job(state, command, cwd, None, expect_cwd)
         return state.pane_id, notices
 
     def running_command(self, pane_id: str) -> str | None:
@@ -341,6 +353,20 @@ class TmuxBackend(ExecutionBackend):
         if state is None or state.job is None or state.job.done.done():
             return None
         return state.job.command
+
+    def prompt_state(self, pane_id: str | None = None) -> str | None:
+        """``prompt``, ``running`` or ``continuation`` (see ``prompt.PromptWatch``)."""
+        state = self._panes.get(pane_id or self.default_pane or "")
+        return state.prompt.state if state is not None and state.prompt is not None else None
+
+    def shell_cwd(self, pane_id: str | None = None) -> str | None:
+        """The directory the shell of ``pane_id`` (default: the shared pane) last reported.
+
+        It is where its next command runs: a person's ``cd`` during a take-over moves it
+        too. None before the pane was set up, or when the shell cannot report it (POSIX sh).
+        """
+        state = self._panes.get(pane_id or self.default_pane or "")
+        return state.prompt.cwd if state is not None and state.prompt is not None else None
 
     async def wait_for_prompt(self, pane_id: str, timeout: float) -> int | None:
         """Wait until the command we typed into ``pane_id`` is back at its prompt.
@@ -357,7 +383,12 @@ class TmuxBackend(ExecutionBackend):
         return job.stream.exit_code
 
     async def _start_job(
-        self, state: _Pane, command: str, cwd: str | None, on_chunk: ChunkSink | None
+        self,
+        state: _Pane,
+        command: str,
+        cwd: str | None,
+        on_chunk: ChunkSink | None,
+        expect_cwd: str | None = None,
     ) -> _Job:
         client = await self._client(state.session)
         status = await self._status(client, state.pane_id)
@@ -389,6 +420,15 @@ class TmuxBackend(ExecutionBackend):
                 f"pane {state.pane_id} now runs a nested {status.command} inside its "
                 f"{state.kind.value}; end it first (tmux_send_keys C-d) or use another pane"
             )
+        held = None
+        if state.prompt is not None:
+            held = refusal(state.pane_id, state.prompt) or (
+                None if cwd else moved(state.pane_id, state.prompt, expect_cwd)
+            )
+        if held is not None:
+            raise BackendError(held)
+        if state.prompt is not None and state.prompt.typed:
+            await discard_input(state.pane_id, state.prompt, client.command, CANCEL_GRACE)
         if cwd and PurePosixPath(cwd) != PurePosixPath(status.path or "/"):
             await self._change_directory(client, state, cwd)
         self._mark_used(state.pane_id)
@@ -403,7 +443,7 @@ class TmuxBackend(ExecutionBackend):
         state.job = job
         text = command_text(ShellKind.SH if state.prefix_start else state.kind, command)
         try:
-            await self._type(client, state.pane_id, text)
+            await self._type(client, state.pane_id, text, clear=True)
         except BaseException:
             state.job = None
             raise
@@ -418,7 +458,9 @@ class TmuxBackend(ExecutionBackend):
         )
         state.job = job
         kind = ShellKind.SH if state.prefix_start else state.kind
-        await self._type(client, state.pane_id, command_text(kind, f"cd -- {_sh_quote(cwd)}"))
+        await self._type(
+            client, state.pane_id, command_text(kind, f"cd -- {_sh_quote(cwd)}"), clear=True
+        )
         try:
             await asyncio.wait_for(asyncio.shield(job.done), SETUP_TIMEOUT)
         except TimeoutError:
@@ -469,6 +511,7 @@ class TmuxBackend(ExecutionBackend):
         stream = job.stream
         result = ExecResult(
             exit_code=stream.exit_code if job.done.done() and not cancelled else None,
+            cwd=state.prompt.cwd if state.prompt else None,
             stdout=stream.output(),
             duration_ms=(time.perf_counter() - started) * 1000.0,
             merged_output=True,
@@ -501,10 +544,17 @@ class TmuxBackend(ExecutionBackend):
         except BackendError:
             pass
 
-    async def _type(self, client: ControlClient, pane_id: str, text: str) -> None:
-        """Paste ``text`` (bracketed if the program asked for it) and press Enter."""
+    async def _type(
+        self, client: ControlClient, pane_id: str, text: str, *, clear: bool = False
+    ) -> None:
+        """Paste ``text`` (bracketed if the program asked for it) and press Enter.
+
+        ``clear`` first wipes what a person left unsent on the prompt line, so exactly
+        ``text`` runs, never their leftover glued in front of it.
+        """
         buffer = f"atui-{pane_id.lstrip('%')}"
-        lines = [
+        lines = [clear_input(pane_id)] if clear else []
+        lines += [
             f"set-buffer {'-a ' if index else ''}-b {buffer} -- {quote(chunk)}"
             for index, chunk in enumerate(_chunks(text, TYPE_CHUNK))
         ]
@@ -612,6 +662,7 @@ class TmuxBackend(ExecutionBackend):
         nonce = stored.strip() if re.fullmatch(r"[0-9a-f]{8}", stored.strip()) else new_nonce()
         await client.command(f"set-option -p -t {pane_id} {NONCE_OPTION} {nonce}")
         state = _Pane(pane_id, session, kind, nonce, prefix_start=kind is ShellKind.SH)
+        state.prompt = PromptWatch(nonce)
         if isinstance(self.host, LocalBackend):
             state.shell_pid = await orphans.shell_pid(client, pane_id)
         watch = _MarkerWatch(nonce)
@@ -619,7 +670,8 @@ class TmuxBackend(ExecutionBackend):
         self._panes[pane_id] = state
         deadline = time.monotonic() + SETUP_TIMEOUT
         try:
-            await self._type(client, pane_id, bootstrap_line(kind, nonce, clear=created))
+            line = await self._bootstrap(client, pane_id, kind, nonce, created=created)
+            await self._type(client, pane_id, line, clear=True)
             _, status_code = await watch.wait_end(deadline)
             if kind is ShellKind.BASH:
                 # PS0 needs bash 4.4; older ones get the sh-style start marker instead.
@@ -642,6 +694,24 @@ class TmuxBackend(ExecutionBackend):
         finally:
             state.watchers.remove(watch.feed)
 
+    async def _bootstrap(
+        self, client: ControlClient, pane_id: str, kind: ShellKind, nonce: str, *, created: bool
+    ) -> str:
+        """The set-up line, wiping its own echo: the whole screen of a pane we made, only the
+        rows it was typed on in a pane a person may have been using."""
+        if created:
+            return bootstrap_line(kind, nonce, clear=True)
+        (line,) = await client.command(
+            f"display-message -p -t {pane_id} "
+            "'#{cursor_x} #{cursor_y} #{pane_width} #{pane_height}'"
+        )
+        numbers = [int(n) for n in line.split() if n.isdigit()]
+        if len(numbers) != 4:
+            return bootstrap_line(kind, nonce)
+        probe = bootstrap_line(kind, nonce, erase_from=999)
+        row = prompt_row(probe, *numbers)
+        return bootstrap_line(kind, nonce, erase_from=row)
+
     async def _default_shell_kind(self, client: ControlClient) -> ShellKind | None:
         try:
             (line,) = await client.command("show-options -gv default-shell")
@@ -659,19 +729,21 @@ class TmuxBackend(ExecutionBackend):
                 "pane_in_mode",
                 "pane_dead",
                 "pane_current_command",
-                "pane_current_path",
                 "session_name",
+                "pane_current_path",
             )
         )
         try:
             lines = await client.command(f"display-message -p -t {pane_id} {quote(fields)}")
         except TmuxCommandError:
             return None
-        parts = (lines[0] if lines else "").split("\t")
+        # The directory comes last: its name may hold tabs and newlines (anyone can name a
+        # folder), which then only lengthen the last field.
+        parts = "\n".join(lines).split("\t", 5)
         # tmux 3.3 answers a display-message about a killed pane with empty fields, no error.
         if len(parts) != 6 or parts[0] != pane_id:
             return None
-        return _PaneStatus(parts[1] == "1", parts[2] == "1", parts[3], parts[4], parts[5])
+        return _PaneStatus(parts[1] == "1", parts[2] == "1", parts[3], parts[5], parts[4])
 
     # -- sessions and clients ----------------------------------------------------------------
 
@@ -833,6 +905,8 @@ class TmuxBackend(ExecutionBackend):
         if state is not None and state.session != session:
             return  # a window linked into two sessions: take it from its own session only
         if state is not None:
+            if state.prompt is not None:
+                state.prompt.feed(data)
             for watcher in list(state.watchers):
                 watcher(data)
             job = state.job

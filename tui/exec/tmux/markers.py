@@ -1,11 +1,16 @@
 """The prompt-marker protocol: how a shell in a pane tells us a command started and ended.
 
 A pane is a terminal, not a pipe: there is no exit status and no end of stream. So each pane's
-shell is taught, once (a guard variable makes the set-up idempotent), to print a marker line
-at every prompt — ``__ATUI_<nonce>_<id>_<exit>__`` with a monotonic ``id`` and the previous
-command's exit code — and a start marker ``__ATUI_<nonce>_<id>_go__`` just before a command
-runs (bash ``PS0``, zsh ``preexec``, a ``__atui_go;`` prefix for POSIX sh). Markers are drawn
-with the "concealed" attribute (SGR 8), so the person sees a blank line, not noise.
+shell is taught, once (a guard variable makes the set-up idempotent), to emit a marker at
+every prompt — ``__ATUI_<nonce>_<id>_<exit>_p<cwd>__`` with a monotonic ``id``, the previous
+command's exit code and the shell's working directory in hex — a start marker
+``__ATUI_<nonce>_<id>_go__`` just before a command runs (bash ``PS0``, zsh ``preexec``, a
+``__atui_go;`` prefix for POSIX sh), and ``__ATUI_<nonce>_0_ps2__`` with every continuation
+prompt (a half-typed multi-line command).
+
+Each marker travels inside a private OSC sequence (``ESC ] 6973 ; … BEL``): tmux hands it to
+us raw in ``%output`` and draws nothing for it, so the person sees exactly the shell they
+would see without us — no marker lines, no blank lines.
 
 Why this is safe:
 
@@ -17,6 +22,9 @@ Why this is safe:
 * Output is read from the raw ``%output`` stream between the two markers, so it is complete
   even when it scrolled out of the pane's history; the echoed command line lies before the
   start marker and is never part of it.
+* The directory is hex: a directory name is anyone's text (newlines, escapes, marker-looking
+  words) and must not be able to forge or break a marker. Names over ``MAX_CWD_BYTES`` are
+  not sent (the cwd is then unknown, never a wrong one).
 """
 
 from __future__ import annotations
@@ -27,14 +35,24 @@ import functools
 import re
 import secrets
 from dataclasses import dataclass, field
+from typing import Literal
 
-MARKER_PATTERN = rb"__ATUI_([0-9a-f]{8})_([0-9]+)_([0-9]+|go)__"
+MAX_CWD_BYTES = 512
+"""Longest working directory a marker carries (hex doubles it)."""
+OSC_OPEN = "\x1b]6973;"
+"""A private OSC number: tmux passes the sequence through ``%output`` and draws nothing."""
+OSC_CLOSE = "\x07"
+MARKER_PATTERN = (
+    rb"\x1b\]6973;__ATUI_([0-9a-f]{8})_([0-9]+)_([0-9]+|go|ps2|in)"
+    rb"(?:_p([0-9a-f]{0,%d}))?__\x07" % (2 * MAX_CWD_BYTES)
+)
 _MARKER = re.compile(MARKER_PATTERN)
-_MARKER_TEXT = re.compile(r"(?:\x1b\[8m)?__ATUI_[0-9a-f]{8}_[0-9]+_(?:[0-9]+|go)__(?:\x1b\[0m)?")
+_TEXT_BODY = r"_[0-9]+_(?:[0-9]+|go|ps2|in)(?:_p[0-9a-f]*)?__"
+_MARKER_TEXT = re.compile(r"(?:\x1b\]6973;)?__ATUI_[0-9a-f]{8}" + _TEXT_BODY + r"\x07?")
 OVERFLOW_LIMIT = 4 * 1024 * 1024
 """Bytes past the keep cap held for the live sink between two reads (it takes them at once)."""
-MAX_MARKER_BYTES = 48
-"""Longer than any marker plus its SGR wrapping: the carry kept between reads."""
+MAX_MARKER_BYTES = 64 + 2 * MAX_CWD_BYTES
+"""Longer than any marker with its OSC wrapping: the carry kept between reads."""
 
 
 class ShellKind(enum.Enum):
@@ -73,62 +91,111 @@ def new_nonce() -> str:
     return secrets.token_hex(4)
 
 
-_PRINT_END = 'printf \'\\033[8m__ATUI_%s_%s_%s__\\033[0m\\n\' "$__atui_n" "$__atui_i" "$e"'
-_PRINT_GO = 'printf \'\\033[8m__ATUI_%s_%s_go__\\033[0m\\n\' "$__atui_n" "$((__atui_i+1))"'
-
+_OPEN = "\\033]6973;"
+_CLOSE = "\\007"
+_PRINT_GO = f'printf \'{_OPEN}__ATUI_%s_%s_go__{_CLOSE}\' "$__atui_n" "$((__atui_i+1))"'
+_PRINT_END = f'printf \'{_OPEN}__ATUI_%s_%s_%s_p%s__{_CLOSE}\' "$__atui_n" "$__atui_i" "$e" "$h"'
+_HEX_BASH = (
+    f"local LC_ALL=C s=$PWD h= c i; if (( ${{#s}} <= {MAX_CWD_BYTES} )); then "
+    'for ((i=0;i<${#s};i++)); do printf -v c %02x "\'${s:i:1}"; h+=$c; done; fi'
+)
+_HEX_ZSH = (
+    # Its own function: ``localoptions`` restores options on return, which must not undo
+    # what the prompt hook sets for the next command (interactive_comments).
+    "__atui_x() { setopt localoptions nomultibyte; local s=$PWD c i; "
+    f"if (( ${{#s}} <= {MAX_CWD_BYTES} )); then "
+    'for ((i=1;i<=${#s};i++)); do printf -v c %02x "\'${s[i]}"; h+=$c; done; fi; }'
+)
+_GUARD = "__atui_g2"
+"""Bumped when the protocol changes, so a pane taught an older one is taught again."""
 
 _CLEAR = "printf '\\033[H\\033[2J'"
 _BASH_HAS_PS0 = "(( BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 404 ))"
 
 
-def bootstrap_line(kind: ShellKind, nonce: str, *, clear: bool = False) -> str:
+def bootstrap_line(
+    kind: ShellKind, nonce: str, *, clear: bool = False, erase_from: int | None = None
+) -> str:
     """One line that teaches the shell the protocol; typing it again changes only the nonce.
 
-    It starts with a space so shells with ``HISTCONTROL=ignorespace`` keep it out of history.
+    It starts with a space so shells with ``HISTCONTROL=ignorespace`` keep it out of history,
+    and bash deletes it from its history itself: pressing Up never brings it back.
     ``clear`` wipes the screen afterwards (a pane we just created: the person need not read
-    the set-up line). For bash its exit status, carried by the first marker, says whether
-    ``PS0`` works (bash 4.4+): 0 yes, 1 no.
+    the set-up line); ``erase_from`` (a 0-based screen row: where the prompt it is typed at
+    ends up) erases only from there down, so a person's pane keeps what it showed. For bash
+    its exit status, carried by the first marker, says whether ``PS0`` works (bash 4.4+):
+    0 yes, 1 no.
     """
     if not re.fullmatch(r"[0-9a-f]{8}", nonce):
         raise ValueError(f"bad nonce {nonce!r}")
     go, end = _PRINT_GO, _PRINT_END
     if kind is ShellKind.BASH:
         body = (
-            "__atui_g=1; __atui_i=0; "
-            f"__atui_p() {{ local e=$?; __atui_i=$((__atui_i+1)); {end}; return $e; }}; "
+            f"{_GUARD}=1; __atui_i=0; "
+            f"__atui_p() {{ local e=$?; {_HEX_BASH}; __atui_i=$((__atui_i+1)); {end}; "
+            "return $e; }; "
             f"__atui_go() {{ {go}; }}; "
-            'PROMPT_COMMAND="__atui_p${PROMPT_COMMAND:+;$PROMPT_COMMAND}"; '
-            "PS0='\\e[8m__ATUI_${__atui_n}_$((__atui_i+1))_go__\\e[0m\\n'\"${PS0-}\""
+            'case ";${PROMPT_COMMAND-};" in *";__atui_p;"*) ;; '
+            '*) PROMPT_COMMAND="__atui_p${PROMPT_COMMAND:+;$PROMPT_COMMAND}";; esac; '
+            "PS0='\\e]6973;__ATUI_${__atui_n}_$((__atui_i+1))_go__\\a'\"${PS0-}\"; "
+            "PS2='\\[\\e]6973;__ATUI_${__atui_n}_0_ps2__\\a\\]'\"${PS2-}\"; "
+            "PS1=\"${PS1-}\"'\\[\\e]6973;__ATUI_${__atui_n}_0_in__\\a\\]'"
         )
     elif kind is ShellKind.ZSH:
-        # The marker line already ends every command's output with a newline, so zsh's
-        # PROMPT_SP (a reverse-video % and a line of spaces) would only pollute the output.
+        # zsh prompts expand no variables without prompt_subst: the nonce is pasted into PS2
+        # from pieces, so the typed line still holds no marker. PROMPT_SP (a reverse-video %
+        # and a line of spaces) is printed before precmd, so it would land in the output.
         # interactive_comments: without it zsh runs ``echo hi # ; rm -rf x`` as two commands,
         # where bash (and the risk rater) see one and a comment. Set again before every
         # prompt, so a command that unsets it cannot make the next one mean something else.
         body = (
-            "__atui_g=1; __atui_i=0; "
-            "__atui_p() { local e=$?; setopt interactive_comments; "
+            f"{_GUARD}=1; __atui_i=0; "
+            f"{_HEX_ZSH}; "
+            "__atui_p() { local e=$? h=; setopt interactive_comments; __atui_x; "
             f"__atui_i=$((__atui_i+1)); {end}; return $e; }}; "
             f"__atui_go() {{ {go}; }}; "
-            "unsetopt prompt_sp; precmd_functions=(__atui_p $precmd_functions); "
-            "preexec_functions=(__atui_go $preexec_functions)"
+            "setopt interactive_comments; unsetopt prompt_sp; "
+            "precmd_functions=(__atui_p ${precmd_functions:#__atui_p}); "
+            "preexec_functions=(__atui_go ${preexec_functions:#__atui_go}); "
+            "PS2=$'%{\\e]6973;__ATUI_'$__atui_n$'_0_ps2__\\a%}'\"$PS2\"; "
+            "PS1=\"$PS1\"$'%{\\e]6973;__ATUI_'$__atui_n$'_0_in__\\a%}'"
         )
     else:
         body = (
-            "__atui_g=1; __atui_i=0; __atui_e=$(printf '\\033'); "
-            "__atui_l=$(printf '\\nx'); __atui_l=${__atui_l%x}; "
+            f"{_GUARD}=1; __atui_i=0; __atui_e=$(printf '\\033'); __atui_b=$(printf '\\007'); "
             f"__atui_go() {{ {go}; }}; "
-            "PS1='${__atui_e}[8m__ATUI_${__atui_n}_$((__atui_i+=1))_$?__${__atui_e}[0m"
-            '${__atui_l}\'"$PS1"'
+            # No string builtins to hex with: od (POSIX; -v keeps repeated bytes), run at
+            # each prompt through a command substitution in PS1 ($? is read before it).
+            f'__atui_x() {{ [ ${{#PWD}} -le {MAX_CWD_BYTES} ] && printf %s "$PWD" | '
+            "od -An -v -tx1 | tr -d ' \\n'; }; "
+            "PS1='${__atui_e}]6973;__ATUI_${__atui_n}_$((__atui_i+=1))_$?_p$(__atui_x)__"
+            "${__atui_b}'"
+            '"$PS1"; '
+            "PS2='${__atui_e}]6973;__ATUI_${__atui_n}_0_ps2__${__atui_b}'\"$PS2\"; "
+            "PS1=\"$PS1\"'${__atui_e}]6973;__ATUI_${__atui_n}_0_in__${__atui_b}'"
         )
     setup = "setopt interactive_comments; " if kind is ShellKind.ZSH else ""
-    line = f' __atui_n={nonce}; {setup}if [ -z "${{__atui_g-}}" ]; then {body}; fi'
+    line = f' __atui_n={nonce}; {setup}if [ -z "${{{_GUARD}-}}" ]; then {body}; fi'
+    if kind is ShellKind.BASH:
+        line += "; history -d $HISTCMD 2>/dev/null || history -d -1 2>/dev/null"
     if clear:
         line += f"; {_CLEAR}"
+    elif erase_from is not None:
+        line += f"; printf '\\033[{int(erase_from) + 1};1H\\033[J'"
     if kind is ShellKind.BASH:
         line += f"; {_BASH_HAS_PS0}"
     return line
+
+
+def prompt_row(line: str, cursor_x: int, cursor_y: int, width: int, height: int) -> int:
+    """The screen row of the prompt ``line`` is typed at, once typing and Enter scrolled it.
+
+    The line starts at the cursor and wraps at ``width``; Enter moves below its last row,
+    and whatever passes the bottom scrolls the screen up.
+    """
+    last = cursor_y + (cursor_x + len(line)) // max(1, width)
+    scrolled = max(0, last + 1 - (height - 1))
+    return max(0, cursor_y - scrolled)
 
 
 def command_text(kind: ShellKind, command: str) -> str:
@@ -147,30 +214,52 @@ def command_text(kind: ShellKind, command: str) -> str:
     return text
 
 
+MarkerKind = Literal["end", "go", "ps2", "in"]
+
+
 @dataclass(frozen=True)
 class Marker:
     nonce: str
     id: int
     exit_code: int | None
-    """None for a start marker."""
+    """None for a start or continuation marker."""
     start: int
-    """Byte offset in the scanned stream where the marker text begins."""
+    """Byte offset in the scanned stream where the marker (with its OSC wrapping) begins."""
     end: int
+    kind: MarkerKind = "end"
+    cwd: str | None = None
+    """An end marker's working directory (None: not sent, too long, or not valid UTF-8)."""
 
     @property
     def is_start(self) -> bool:
-        return self.exit_code is None
+        return self.kind == "go"
 
 
 def parse_marker(match: re.Match[bytes], offset: int = 0) -> Marker:
     tail = match.group(3)
+    kind: MarkerKind = (
+        "go" if tail == b"go" else "ps2" if tail == b"ps2" else "in" if tail == b"in" else "end"
+    )
     return Marker(
         nonce=match.group(1).decode(),
         id=int(match.group(2)),
-        exit_code=None if tail == b"go" else int(tail),
+        exit_code=int(tail) if kind == "end" else None,
         start=offset + match.start(),
         end=offset + match.end(),
+        kind=kind,
+        cwd=decode_cwd(match.group(4)) if kind == "end" else None,
     )
+
+
+def decode_cwd(hex_text: bytes | None) -> str | None:
+    """The directory an end marker carries; None when absent or not a sane absolute path."""
+    if not hex_text or len(hex_text) % 2:
+        return None
+    try:
+        path = bytes.fromhex(hex_text.decode()).decode("utf-8", "surrogateescape")
+    except ValueError:
+        return None
+    return path if path.startswith("/") and "\x00" not in path else None
 
 
 def find_markers(data: bytes, nonce: str, start: int = 0) -> list[Marker]:
@@ -183,7 +272,7 @@ def find_markers(data: bytes, nonce: str, start: int = 0) -> list[Marker]:
 
 
 def strip_markers(text: str, nonce: str | None = None) -> str:
-    """Remove marker text (and its concealing SGR), keeping the lines.
+    """Remove marker text (and its OSC wrapping), keeping the lines.
 
     With ``nonce``, only that pane's markers go: a command that prints marker-like text
     of its own keeps it.
@@ -197,9 +286,7 @@ def strip_markers(text: str, nonce: str | None = None) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _marker_text(nonce: str) -> re.Pattern[str]:
-    return re.compile(
-        rf"(?:\x1b\[8m)?__ATUI_{re.escape(nonce)}_[0-9]+_(?:[0-9]+|go)__(?:\x1b\[0m)?"
-    )
+    return re.compile(r"(?:\x1b\]6973;)?__ATUI_" + re.escape(nonce) + _TEXT_BODY + r"\x07?")
 
 
 # -- raw terminal output to text ---------------------------------------------------------------
@@ -334,7 +421,13 @@ class CommandStream:
         self._scanned = len(self.data)
         for found in find_markers(bytes(self.data[begin:]), self.nonce):
             marker = Marker(
-                found.nonce, found.id, found.exit_code, found.start + begin, found.end + begin
+                found.nonce,
+                found.id,
+                found.exit_code,
+                found.start + begin,
+                found.end + begin,
+                found.kind,
+                found.cwd,
             )
             if marker.start < self._processed:
                 continue
@@ -344,6 +437,8 @@ class CommandStream:
 
     def _accept(self, marker: Marker, *, placed: bool) -> bool:
         """Take a marker in stream order; True once the end marker is found."""
+        if marker.kind == "ps2":
+            return False  # our own multi-line command being read
         if self.start is None:
             if marker.is_start and placed:
                 self.start = marker
@@ -352,7 +447,9 @@ class CommandStream:
                 self.orphan_ends += 1
             return False
         if not marker.is_start and marker.id == self.start.id:
-            unplaced = Marker(marker.nonce, marker.id, marker.exit_code, -1, -1)
+            unplaced = Marker(
+                marker.nonce, marker.id, marker.exit_code, -1, -1, marker.kind, marker.cwd
+            )
             self.end = marker if placed else unplaced
             return True
         return False
@@ -376,14 +473,11 @@ class CommandStream:
             cut = newline + 1
         if cut <= self._streamed:
             return self._take_overflow()
-        first = self._streamed == self.start.end
         piece = bytes(self.data[self._streamed : cut])
         self._streamed = cut
         final = self.end is not None and not self._overflow
         text = self._decoder.decode(piece, final)
-        text = terminal_text(strip_markers(text, self.nonce))
-        text = text[1:] if first and text.startswith("\n") else text
-        return text + self._take_overflow()
+        return terminal_text(strip_markers(text, self.nonce)) + self._take_overflow()
 
     def _take_overflow(self) -> str:
         """Live text past the cap: whole lines, or everything once the end marker came."""
@@ -402,10 +496,13 @@ class CommandStream:
         if self.start is None:
             return ""
         raw = bytes(self.data[self.start.end : self._output_end()])
-        text = strip_markers(terminal_text(raw.decode("utf-8", "replace")), self.nonce)
-        # The start marker's own line leaves an SGR reset and a line break: not output.
-        return text[1:] if text.startswith("\n") else text
+        return strip_markers(terminal_text(raw.decode("utf-8", "replace")), self.nonce)
 
     @property
     def exit_code(self) -> int | None:
         return self.end.exit_code if self.end is not None else None
+
+    @property
+    def cwd(self) -> str | None:
+        """The shell's working directory once the command ended (None: unknown)."""
+        return self.end.cwd if self.end is not None else None

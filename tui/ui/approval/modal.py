@@ -27,6 +27,7 @@ from textual.widgets import Button, Input, RadioButton, RadioSet, Static
 from tui.events import ApprovalRequested
 from tui.locations import styles_dir
 from tui.security.approval import ApprovalAnswer, ApprovalDecision
+from tui.ui.cwd import printable
 
 RISK_ORDER = {"low": 0, "medium": 1, "unknown": 2, "high": 3}
 ANSWER_ACTIONS = frozenset({"allow_once", "allow_always", "deny", "deny_message"})
@@ -147,6 +148,12 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         text = Text()
         text.append("runs on ", "dim")
         text.append(request.actor, "bold")
+        if request.cwd:
+            text.append("  in ", "dim")
+            where = Style.parse(f"bold reverse {self._color('warning', 'yellow')}")
+            text.append(printable(request.cwd), where if request.cwd_elsewhere else "bold")
+            if request.cwd_elsewhere:
+                text.append(" (not the workspace)", "italic dim")
         if request.risk:
             text.append("    computed risk ", "dim")
             text.append(

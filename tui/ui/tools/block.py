@@ -25,6 +25,7 @@ from textual.reactive import var
 from textual.strip import Strip
 from textual.widget import Widget
 
+from tui.ui.cwd import printable
 from tui.ui.messages import ToolBlockAction
 from tui.ui.tools.output import MAX_BYTES, MAX_LINES, OutputBuffer, human_bytes
 
@@ -62,6 +63,11 @@ class ToolCallState:
     arguments: dict[str, Any] | str = field(default_factory=dict)
     command: str | None = None
     actor: str | None = None
+    cwd: str | None = None
+    """Where it runs (a shared shell's directory); None: the workspace."""
+    cwd_elsewhere: bool = False
+    cwd_after: str | None = None
+    """Where the shared shell stands once it ended."""
     risk: str | None = None
     claimed_risk: str | None = None
     status: Status = "requested"
@@ -322,6 +328,9 @@ class ToolBlock(Widget, can_focus=True):
             style = RISK_STYLE.get(state.risk, "")
             badge = f"[{style}]risk {state.risk}[/]" if style else f"risk {state.risk}"
             parts.append(badge)
+        if state.cwd:
+            shown = _escape(printable(state.cwd))
+            parts.append(f"[b $warning]in {shown}[/]" if state.cwd_elsewhere else f"in {shown}")
         if state.actor:
             parts.append(_escape(state.actor))  # last: a narrow panel crops the actor first
         return " · ".join(parts)
@@ -352,6 +361,8 @@ class ToolBlock(Widget, can_focus=True):
             bits.append(format_duration(state.duration_ms))
         if state.approval_wait_ms >= 1:
             bits.append(f"waited {format_duration(state.approval_wait_ms)} for approval")
+        if state.cwd_after and state.cwd_after != state.cwd:
+            bits.append(f"[$warning]now in {_escape(printable(state.cwd_after))}[/]")
         return " · ".join(bits)
 
     def _command_text(self) -> Text:

@@ -159,6 +159,7 @@ class ToolPanel(TailFollowing):
             state.risk = event.risk or state.risk
             state.claimed_risk = event.claimed_risk
             state.actor = event.actor
+            state.cwd, state.cwd_elsewhere = event.cwd, event.cwd_elsewhere
             return block
         if kind == "approval_resolved":
             block = self.blocks.get(event.tool_call_id)
@@ -179,6 +180,7 @@ class ToolPanel(TailFollowing):
             state.arguments = dict(event.arguments)
             state.command = event.command
             state.actor = event.actor
+            state.cwd, state.cwd_elsewhere = event.cwd, event.cwd_elsewhere
             state.risk = event.risk or state.risk
             state.started_ms = event.ts
             if isinstance(event.arguments.get("risk"), str):
@@ -203,6 +205,7 @@ class ToolPanel(TailFollowing):
             state.full_output_path = event.full_output_path
             state.cut_notes = list(event.cut_notes)
             state.child_loop_id = event.child_loop_id
+            state.cwd_after = event.cwd
             state.output.close()
             return block
         return None
