@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -861,16 +862,19 @@ class TmuxBackend(ExecutionBackend):
 
         ``attach-session`` starts a server, finds no session and leaves; that server exits
         (``exit-empty``) and a client connecting at that moment hears "server exited
-        unexpectedly". The next attempt starts a fresh server.
+        unexpectedly". The next attempt starts a fresh server. Two agents starting at once on
+        one socket can do this to each other repeatedly, so attempts back off with jitter.
         """
-        for attempt in range(3):
+        attempts = 6
+        for attempt in range(attempts):
             try:
                 return await self._spawn_client(session, *args, PLACEHOLDER)
             except ControlClosed as error:
                 if "exited unexpectedly" not in error.msg and "lost server" not in error.msg:
                     raise
-                if attempt == 2:
+                if attempt == attempts - 1:
                     raise
+            await asyncio.sleep(0.02 * (attempt + 1) + random.uniform(0, 0.03))
         raise AssertionError("unreachable")
 
     def _spawn_env(self) -> dict[str, str] | None:
