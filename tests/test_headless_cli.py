@@ -289,7 +289,14 @@ def test_json_output_is_one_object(cli: Cli, model_server: Callable[..., ServerP
     assert result["result"] == "done."
     assert result["stop_reason"] == "completed" and result["is_error"] is False
     assert result["turns"] == 2
-    assert result["usage"] == {"input_tokens": 30, "output_tokens": 7}
+    assert result["usage"] == {
+        "input_tokens": 30,
+        "output_tokens": 7,
+        "cached_tokens": 0,
+        "cache_write_tokens": 0,
+        "reasoning_tokens": 0,
+        "cost_usd": None,  # the scripted model has no price
+    }
     assert result["session_id"] and isinstance(result["session_id"], str)
     assert done.stderr == ""
 
