@@ -189,6 +189,9 @@ def build_session(
                 else None,
                 base_url=settings.provider.base_url,
                 stream=settings.provider.stream,
+                api=settings.provider.api,
+                thinking_budget=settings.provider.thinking_budget,
+                reasoning_effort=settings.provider.reasoning_effort,
             )
         except ProviderError as error:
             provider_error = error.msg
