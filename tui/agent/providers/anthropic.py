@@ -417,11 +417,17 @@ def _cache_conversation(wire: list[dict[str, Any]], breakpoints: int) -> list[di
 
     The last one writes this request's prefix to the cache; the one before it sits where the
     previous request put its last breakpoint, so the next request reads everything up to it
-    even when a turn added more blocks than the API looks back over. Marked messages are
-    copied, so the conversation itself never changes.
+    even when a turn added more blocks than the API looks back over. User text is always sent
+    as blocks here, so a turn reads the same whether or not it carries a breakpoint. Marked
+    messages are copied: the conversation itself never changes.
     """
+    out = [
+        {**message, "content": [{"type": "text", "text": message["content"]}]}
+        if message.get("role") == "user" and isinstance(message["content"], str)
+        else message
+        for message in wire
+    ]
     marked = 0
-    out = list(wire)
     for position in range(len(out) - 1, -1, -1):
         if marked >= breakpoints:
             break
@@ -429,10 +435,6 @@ def _cache_conversation(wire: list[dict[str, Any]], breakpoints: int) -> list[di
         if message.get("role") != "user":
             continue
         content = message["content"]
-        if isinstance(content, str):
-            if not content:
-                continue
-            content = [{"type": "text", "text": content}]
         last = content[-1]
         if last.get("type") == "text" and not last.get("text"):
             continue  # the API refuses cache_control on an empty text block

@@ -347,9 +347,9 @@ def build_request_body(
     body: dict[str, Any] = {"model": model}
     if system:
         body["instructions"] = system
-    body["input"] = input_items(messages)
-    if tools:
+    if tools:  # before the input, which is the only part that grows
         body["tools"] = responses_tools(tools)
+    body["input"] = input_items(messages)
     body["store"] = False
     body["include"] = list(INCLUDE)
     body["stream"] = stream
