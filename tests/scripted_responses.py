@@ -3,7 +3,7 @@ response object, shaped like the documented examples and checked against the off
 ``test_wire_format_sdks.py``.
 
 Step keys, besides ``text``, ``tool_calls``, ``stop_reason`` and ``usage`` (whose
-``cached_tokens`` and ``reasoning_tokens`` land in ``input_tokens_details`` and
+``cached_tokens``, ``cache_write_tokens`` and ``reasoning_tokens`` land in ``input_tokens_details`` and
 ``output_tokens_details``): ``reasoning``, a list of reasoning output items sent verbatim
 (``{"type": "reasoning", "id": "rs_…", "summary": [{"type": "summary_text", "text": …}],
 "encrypted_content": "…"}``), before the message and the calls, as reasoning models do.
@@ -23,7 +23,10 @@ def responses_usage(step: Step) -> dict[str, Any]:
     completion = int(usage.get("output_tokens", 7))
     return {
         "input_tokens": prompt,
-        "input_tokens_details": {"cached_tokens": int(usage.get("cached_tokens", 0))},
+        "input_tokens_details": {
+            "cached_tokens": int(usage.get("cached_tokens", 0)),
+            "cache_write_tokens": int(usage.get("cache_write_tokens", 0)),
+        },
         "output_tokens": completion,
         "output_tokens_details": {"reasoning_tokens": int(usage.get("reasoning_tokens", 0))},
         "total_tokens": prompt + completion,

@@ -115,7 +115,10 @@ def _openai_usage(step: Step) -> dict[str, Any]:
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": _extra_usage(step, "cached_tokens")},
+        "prompt_tokens_details": {
+            "cached_tokens": _extra_usage(step, "cached_tokens"),
+            "cache_write_tokens": _extra_usage(step, "cache_write_tokens"),
+        },
         "completion_tokens_details": {"reasoning_tokens": _extra_usage(step, "reasoning_tokens")},
     }
 

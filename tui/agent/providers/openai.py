@@ -86,6 +86,7 @@ def _usage(data: Any) -> UsageReport | None:
         input_tokens=_int(data.get("prompt_tokens")),
         output_tokens=_int(data.get("completion_tokens")),
         cache_read_tokens=_int(prompt.get("cached_tokens")),
+        cache_write_tokens=_int(prompt.get("cache_write_tokens")),
         reasoning_tokens=_int(completion.get("reasoning_tokens")),
     )
 

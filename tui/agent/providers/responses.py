@@ -72,10 +72,12 @@ def _dict(value: Any) -> dict[str, Any]:
 
 def _usage(data: Any) -> UsageReport:
     data = _dict(data)
+    details = _dict(data.get("input_tokens_details"))
     return UsageReport(
         input_tokens=_int(data.get("input_tokens")),
         output_tokens=_int(data.get("output_tokens")),
-        cache_read_tokens=_int(_dict(data.get("input_tokens_details")).get("cached_tokens")),
+        cache_read_tokens=_int(details.get("cached_tokens")),
+        cache_write_tokens=_int(details.get("cache_write_tokens")),
         reasoning_tokens=_int(_dict(data.get("output_tokens_details")).get("reasoning_tokens")),
     )
 
