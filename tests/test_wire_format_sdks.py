@@ -20,7 +20,7 @@ import pytest
 
 from tests.scripted_server import ScriptedServer
 from tui.agent.providers.anthropic import AnthropicProvider
-from tui.agent.providers.base import Completed, Message, Provider, ToolCall
+from tui.agent.providers.base import Completed, Message, Provider, ToolCall, ToolCallDelta
 from tui.agent.providers.openai import OpenAIProvider
 
 pytestmark = pytest.mark.timeout(60)
@@ -386,7 +386,9 @@ RESPONSES_TOOLS: list[dict[str, Any]] = [
 ]
 
 
-async def ours_responses(server: ScriptedServer, stream: bool) -> Completed:
+async def ours_responses(
+    server: ScriptedServer, stream: bool, into: list[Any] | None = None
+) -> Completed:
     from tui.agent.providers.responses import ResponsesProvider
 
     provider = ResponsesProvider("m", api_key="k", base_url=server.openai_base_url, stream=stream)
@@ -399,6 +401,8 @@ async def ours_responses(server: ScriptedServer, stream: bool) -> Completed:
         ]
     finally:
         await provider.aclose()
+    if into is not None:
+        into.extend(events)
     last = events[-1]
     assert isinstance(last, Completed)
     return last
@@ -452,7 +456,13 @@ async def test_openai_sdk_reads_the_responses_stream(
     assert "response.function_call_arguments.delta" in kinds
     assert "response.reasoning_summary_text.delta" in kinds
 
-    mine = await ours_responses(server, stream=True)
+    events: list[Any] = []
+    mine = await ours_responses(server, stream=True, into=events)
+    previews: dict[int, str] = {}
+    for event in events:
+        if isinstance(event, ToolCallDelta):
+            previews[event.index] = previews.get(event.index, "") + event.arguments_delta
+    assert list(previews.values()) == [call.arguments for call in EXPECTED_CALLS]  # live
     assert (mine.text, mine.tool_calls, mine.stop_reason) == (
         STEP["text"],
         EXPECTED_CALLS,
