@@ -3,10 +3,11 @@ response object, shaped like the documented examples and checked against the off
 ``test_wire_format_sdks.py``.
 
 Step keys, besides ``text``, ``tool_calls``, ``stop_reason`` and ``usage`` (whose
-``cached_tokens``, ``cache_write_tokens`` and ``reasoning_tokens`` land in ``input_tokens_details`` and
-``output_tokens_details``): ``reasoning``, a list of reasoning output items sent verbatim
-(``{"type": "reasoning", "id": "rs_…", "summary": [{"type": "summary_text", "text": …}],
-"encrypted_content": "…"}``), before the message and the calls, as reasoning models do.
+``cached_tokens``, ``cache_write_tokens`` and ``reasoning_tokens`` land in
+``input_tokens_details`` and ``output_tokens_details``): ``reasoning``, a list of reasoning
+output items sent verbatim (``{"type": "reasoning", "id": "rs_…", "summary":
+[{"type": "summary_text", "text": …}], "encrypted_content": "…"}``), before the message and
+the calls, as reasoning models do.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 import httpx
 
+from tui.agent.providers.anthropic_cache import MAX_BREAKPOINTS, cache_conversation, mark
 from tui.agent.providers.base import (
     Completed,
     Message,
@@ -403,46 +404,6 @@ def _messages_to_wire(messages: list[Message]) -> list[dict[str, Any]]:
     return wire
 
 
-CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
-MAX_BREAKPOINTS = 4
-"""The API refuses a request with more ``cache_control`` blocks than this."""
-
-
-def _mark(block: dict[str, Any]) -> dict[str, Any]:
-    return {**block, "cache_control": dict(CACHE_CONTROL)}
-
-
-def _cache_conversation(wire: list[dict[str, Any]], breakpoints: int) -> list[dict[str, Any]]:
-    """Breakpoints on the last ``breakpoints`` user turns (user text or tool results).
-
-    The last one writes this request's prefix to the cache; the one before it sits where the
-    previous request put its last breakpoint, so the next request reads everything up to it
-    even when a turn added more blocks than the API looks back over. User text is always sent
-    as blocks here, so a turn reads the same whether or not it carries a breakpoint. Marked
-    messages are copied: the conversation itself never changes.
-    """
-    out = [
-        {**message, "content": [{"type": "text", "text": message["content"]}]}
-        if message.get("role") == "user" and isinstance(message["content"], str)
-        else message
-        for message in wire
-    ]
-    marked = 0
-    for position in range(len(out) - 1, -1, -1):
-        if marked >= breakpoints:
-            break
-        message = out[position]
-        if message.get("role") != "user":
-            continue
-        content = message["content"]
-        last = content[-1]
-        if last.get("type") == "text" and not last.get("text"):
-            continue  # the API refuses cache_control on an empty text block
-        out[position] = {**message, "content": [*content[:-1], _mark(last)]}
-        marked += 1
-    return out
-
-
 def build_request_body(
     *,
     model: str,
@@ -469,17 +430,17 @@ def build_request_body(
         body["max_tokens"] = max(max_tokens, thinking_budget + DEFAULT_MAX_TOKENS)
     if system:
         if cache:
-            body["system"] = [_mark({"type": "text", "text": system})]
+            body["system"] = [mark({"type": "text", "text": system})]
             used += 1
         else:
             body["system"] = system
     if tools:
         if cache:
-            tools = [*tools[:-1], _mark(tools[-1])]
+            tools = [*tools[:-1], mark(tools[-1])]
             used += 1
         body["tools"] = tools
     if cache:
-        wire = _cache_conversation(wire, min(2, MAX_BREAKPOINTS - used))
+        wire = cache_conversation(wire, min(2, MAX_BREAKPOINTS - used))
     body["messages"] = wire
     body["stream"] = stream
     return body
