@@ -345,15 +345,17 @@ def build_request_body(
     if system:
         wire.append({"role": "system", "content": system})
     wire.extend(_message_to_wire(message) for message in messages)
-    body: dict[str, Any] = {"model": model, "messages": wire, "stream": stream}
+    body: dict[str, Any] = {"model": model}
+    if tools:  # before the messages, which are the only part that grows
+        body["tools"] = tools
+    body["messages"] = wire
+    body["stream"] = stream
     if stream:
         body["stream_options"] = {"include_usage": True}
     if max_tokens is not None:
         body[max_tokens_field] = max_tokens
     if reasoning_effort:
         body["reasoning_effort"] = reasoning_effort
-    if tools:
-        body["tools"] = tools
     return body
 
 
