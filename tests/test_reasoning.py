@@ -144,3 +144,15 @@ def test_an_unsendable_reasoning_item_is_dropped_not_altered() -> None:
     )
     restored = message_from_json(message_to_json(message))
     assert [item.data for item in restored.reasoning] == [THINKING]
+
+
+def test_only_reasoning_blocks_replay_verbatim() -> None:
+    """A saved session edited to carry a tool result or a call as "reasoning" would pass the
+    call/result pairing unseen: such items are dropped on the way in."""
+    smuggled = [
+        ReasoningItem("anthropic", {"type": "tool_result", "tool_use_id": "x", "content": "ok"}),
+        ReasoningItem("responses", {"type": "function_call_output", "call_id": "x", "output": "1"}),
+        ReasoningItem("responses", REASONING, "summary"),
+    ]
+    restored = message_from_json(message_to_json(Message("assistant", "x", reasoning=smuggled)))
+    assert [item.data for item in restored.reasoning] == [REASONING]

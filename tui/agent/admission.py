@@ -46,18 +46,22 @@ def admit_completed(completed: Completed) -> Completed:
     return dataclasses.replace(completed, text=text, tool_calls=calls, reasoning=reasoning)
 
 
+_REASONING_TYPES = {"anthropic": ("thinking", "redacted_thinking"), "responses": ("reasoning",)}
 MAX_REASONING_BYTES = 4 * 1024 * 1024
 """No real thinking block comes near this; a bigger one would be resent on every request."""
 
 
 def admit_reasoning(items: list[ReasoningItem]) -> list[ReasoningItem]:
     """Reasoning items as received, or not at all: they are replayed byte for byte under a
-    signature, so one cannot be cleaned. An item holding a lone surrogate (unsendable), other
-    than JSON data, or of absurd size is dropped; the API then answers as for a turn without
+    signature, so one cannot be cleaned. An item that is not a reasoning block of its API (a
+    saved session must not smuggle in a call or a result), holds a lone surrogate
+    (unsendable), is not JSON data, or is of absurd size is dropped; the API then answers as for a turn without
     it. The readable ``text`` is only shown, so it is cleaned like any model text."""
     admitted: list[ReasoningItem] = []
     for item in items:
-        if item.api not in ("anthropic", "responses") or not _sendable(item.data):
+        if item.data.get("type") not in _REASONING_TYPES.get(item.api, ()):
+            continue  # only reasoning replays this way, never a call or a result
+        if not _sendable(item.data):
             continue
         admitted.append(
             item
