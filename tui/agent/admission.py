@@ -55,8 +55,9 @@ def admit_reasoning(items: list[ReasoningItem]) -> list[ReasoningItem]:
     """Reasoning items as received, or not at all: they are replayed byte for byte under a
     signature, so one cannot be cleaned. An item that is not a reasoning block of its API (a
     saved session must not smuggle in a call or a result), holds a lone surrogate
-    (unsendable), is not JSON data, or is of absurd size is dropped; the API then answers as for a turn without
-    it. The readable ``text`` is only shown, so it is cleaned like any model text."""
+    (unsendable), is not JSON data, or is of absurd size is dropped; the API then answers as
+    for a turn without it. The readable ``text`` is only shown, so it is cleaned like any
+    model text."""
     admitted: list[ReasoningItem] = []
     for item in items:
         if item.data.get("type") not in _REASONING_TYPES.get(item.api, ()):
