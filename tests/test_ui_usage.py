@@ -49,6 +49,8 @@ def test_status_shows_cache_cost_and_window_share_only_when_known() -> None:
     assert "$0.04" in plain and "31% ctx" in plain
     info.cost_usd = 0.0031
     assert "$0.0031" in render_status(info).plain  # early cents are not rounded away
+    info.context_tokens, info.context_window = 2_000, 1_000_000
+    assert "<1% ctx" in render_status(info).plain
 
 
 async def test_usage_and_thinking_reach_the_screen(workspace: Path, server: ScriptedServer) -> None:

@@ -82,7 +82,8 @@ def render_status(info: StatusInfo) -> Text:
         text.append(f" · {_cost(info.cost_usd)}")
     if info.context_window and info.context_tokens:
         share = min(999, round(100 * info.context_tokens / info.context_window))
-        text.append(f" · {share}% ctx", "bold" if share >= 85 else "")
+        shown = f"{share}%" if share else "<1%"
+        text.append(f" · {shown} ctx", "bold" if share >= 85 else "")
     if info.running_tools:
         text.append(*sep)
         text.append(f"⚙ {info.running_tools} running", "bold")
