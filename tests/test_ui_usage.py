@@ -69,6 +69,7 @@ async def test_usage_and_thinking_reach_the_screen(workspace: Path, server: Scri
         plain = app.status.plain
         assert "5.0k in (3.0k cached) · 40 out" in plain
         assert "$" in plain  # a known model is priced
+        assert "2% ctx" in plain  # 5,000 of claude's 200,000, from the loop's context meter
         (box,) = app.chat.query(".thinking")
         assert box.collapsed  # type: ignore[attr-defined]
         assert "thinking" in str(box.title)  # type: ignore[attr-defined]
