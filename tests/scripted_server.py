@@ -424,7 +424,13 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         kept = body
         if not scripted.record_bodies and isinstance(body, dict):
-            kept = {"bytes": len(raw), "tools": bool(body.get("tools"))}
+            # Bodies are not kept (a long bench would hold gigabytes): their size, and how
+            # much of each repeats the start of the previous one (what a prefix cache serves).
+            kept = {
+                "bytes": len(raw),
+                "tools": bool(body.get("tools")),
+                "shared_prefix": scripted.shared_prefix(raw),
+            }
         scripted.record(
             RecordedRequest(
                 method="POST",
@@ -432,7 +438,7 @@ class _Handler(BaseHTTPRequestHandler):
                 headers={k.lower(): v for k, v in self.headers.items()},
                 body=kept,
                 received_at=time.monotonic(),
-                raw=raw.decode("utf-8", "replace"),
+                raw=raw.decode("utf-8", "replace") if scripted.record_bodies else "",
             )
         )
         if path.endswith("/chat/completions"):
@@ -664,6 +670,7 @@ class ScriptedServer:
         self.window_error = window_error
         self.summary_text = summary_text
         self.record_bodies = record_bodies
+        self._last_raw = b""
         """False keeps only each body's size and whether it had tools (long benchmarks)."""
         self.rejected = 0
         """Requests refused as over the window."""
@@ -701,6 +708,19 @@ class ScriptedServer:
     def next_step(self) -> Step:
         with self._lock:
             return self._steps.pop(0) if self._steps else dict(EXHAUSTED)
+
+    def shared_prefix(self, raw: bytes) -> int:
+        """Bytes at the start of ``raw`` equal to the previous request's; remembers ``raw``."""
+        with self._lock:
+            last, self._last_raw = self._last_raw, raw
+        low, high = 0, min(len(last), len(raw))
+        while low < high:  # binary search on slices: C-speed compares, not a Python loop
+            middle = (low + high + 1) // 2
+            if raw[:middle] == last[:middle]:
+                low = middle
+            else:
+                high = middle - 1
+        return low
 
     def new_id(self, prefix: str) -> str:
         with self._lock:
