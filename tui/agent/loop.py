@@ -42,7 +42,6 @@ from tui.events import (
     ToolCallRequested,
     TurnEnded,
     TurnStarted,
-    Usage,
     UserMessage,
 )
 from tui.exec.backend import ExecutionBackend
@@ -406,26 +405,10 @@ class AgentLoop:
         return finished
 
     def _add_usage(self, usage: UsageReport) -> None:
-        for name in (
-            "input_tokens",
-            "output_tokens",
-            "cache_read_tokens",
-            "cache_write_tokens",
-            "reasoning_tokens",
-        ):
-            setattr(self.usage, name, getattr(self.usage, name) + getattr(usage, name))
+        self.usage.add(usage)
         cost = pricing.cost_usd(usage, model=self.provider.model, provider=self.provider.name)
         self.cost_usd = pricing.add_cost(self.cost_usd, cost)
-        self.emit(
-            Usage(
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cached_tokens=usage.cache_read_tokens,
-                cache_write_tokens=usage.cache_write_tokens,
-                reasoning_tokens=usage.reasoning_tokens,
-                cost_usd=cost,
-            )
-        )
+        self.emit(pricing.usage_event(usage, cost))
 
     def _finish_message(self, completed: Completed) -> Completed:
         """Admit the response into the conversation; the loop goes on with what was admitted."""

@@ -17,8 +17,9 @@ from functools import cache
 from types import ModuleType
 
 from tui.agent.providers.base import UsageReport
+from tui.events import Usage
 
-__all__ = ["add_cost", "cost_usd", "warm"]
+__all__ = ["add_cost", "cost_usd", "usage_event", "warm"]
 
 log = logging.getLogger(__name__)
 
@@ -72,3 +73,15 @@ def add_cost(total: float | None, cost: float | None) -> float | None:
     if cost is None:
         return total
     return (total or 0.0) + cost
+
+
+def usage_event(usage: UsageReport, cost: float | None) -> Usage:
+    """One response's usage as the bus carries it."""
+    return Usage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cached_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+        cost_usd=cost,
+    )

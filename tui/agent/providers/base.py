@@ -110,6 +110,17 @@ class UsageReport:
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
 
+    def add(self, other: UsageReport) -> None:
+        """Add ``other``'s counts to these (a session's running total)."""
+        for name in (
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "reasoning_tokens",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
 
 @dataclass
 class Completed:
