@@ -9,10 +9,12 @@ the window told to it (``[provider] context_window``), so compaction is what kee
 Printed per wire format: wall time, peak RSS (of this process, which also hosts the server),
 compactions by stage, summary requests, requests refused as too long, the largest request in
 bytes and estimated tokens (never over the window), mean bytes per request, total bytes sent,
-and what resending the whole uncompacted conversation each time would have sent instead.
+what resending the whole uncompacted conversation each time would have sent instead, and how
+much of what was sent repeated the start of the request before it byte for byte (what a
+provider's prefix cache can serve instead of reading it again).
 
     python bench/long_session.py [--steps 500] [--result-bytes 5000] [--window 100000]
-                                 [--api openai|anthropic|both]
+                                 [--api openai|openai-responses|anthropic|both]
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class Figures:
     mean_bytes: float
     total_bytes: int
     naive_bytes: int
+    prefix_bytes: int
     window: int
 
 
@@ -85,7 +88,7 @@ async def run(api: str, steps: int, result_bytes: int, window: int, root: Path) 
             "provider": {
                 "name": api,
                 "model": "scripted-model",
-                "base_url": server.openai_base_url if api == "openai" else server.base_url,
+                "base_url": server.base_url if api == "anthropic" else server.openai_base_url,
                 "api_key": "bench-key",
                 "context_window": window,
             },
@@ -108,6 +111,7 @@ async def run(api: str, steps: int, result_bytes: int, window: int, root: Path) 
         if outcome.reason != "completed":
             raise SystemExit(f"{api}: the session ended with {outcome.reason}: {outcome.error}")
         sizes = [int(r.body["bytes"]) for r in server.requests if r.body.get("tools")]
+        prefix = sum(int(r.body["shared_prefix"]) for r in server.requests if r.body.get("tools"))
         refused, summary_requests = server.rejected, server.summary_requests
     saved = SessionStore(root / api / "data" / "sessions").read(transcript.stem).saved_messages
     # Resending everything each time: request k carries the fixed part and messages 0..k.
@@ -133,6 +137,7 @@ async def run(api: str, steps: int, result_bytes: int, window: int, root: Path) 
         mean_bytes=sum(sizes) / len(sizes),
         total_bytes=sum(sizes),
         naive_bytes=naive,
+        prefix_bytes=prefix,
         window=window,
     )
 
@@ -141,7 +146,7 @@ def table(rows: list[Figures]) -> str:
     head = (
         "api", "steps", "wall s", "peak RSS MB", "compactions (stubs+summary)", "summary reqs",
         "refused", "requests", "max bytes/req (tokens/window)", "mean bytes/req", "total MB sent",
-        "uncompacted would send MB",
+        "uncompacted would send MB", "prefix-cacheable MB",
     )  # fmt: skip
     lines = [head]
     for f in rows:
@@ -159,6 +164,7 @@ def table(rows: list[Figures]) -> str:
                 f"{f.mean_bytes:,.0f}",
                 f"{f.total_bytes / 1e6:.1f}",
                 f"{f.naive_bytes / 1e6:.1f}",
+                f"{f.prefix_bytes / 1e6:.1f} ({f.prefix_bytes / f.total_bytes:.0%})",
             )
         )
     widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
@@ -170,7 +176,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--result-bytes", type=int, default=5_000)
     parser.add_argument("--window", type=int, default=100_000)
-    parser.add_argument("--api", choices=["openai", "anthropic", "both"], default="both")
+    parser.add_argument(
+        "--api", choices=["openai", "openai-responses", "anthropic", "both"], default="both"
+    )
     args = parser.parse_args()
     apis = ["openai", "anthropic"] if args.api == "both" else [args.api]
     rows = []

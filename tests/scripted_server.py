@@ -12,7 +12,12 @@ gets the text ``(script exhausted)``. A step is one of:
 - an answer: ``{"text": "...", "tool_calls": [{"id": "call_1", "name": "run_shell",
   "arguments": "{\\"command\\": \\"ls\\"}"}]}``; optional ``stop_reason`` (``end_turn``,
   ``tool_use``, ``max_tokens``; inferred by default), ``usage`` (``{"input_tokens": N,
-  "output_tokens": N}``). Text and arguments are split into several deltas.
+  "output_tokens": N}``, optionally ``cached_tokens``, ``cache_write_tokens``,
+  ``reasoning_tokens``; ``input_tokens`` is the whole prompt, as agent-tui counts it, and each
+  API gets its own split). Text and arguments are split into several deltas. ``thinking``: a
+  list of Anthropic thinking / redacted_thinking blocks, streamed before the text as the API
+  does (thinking_delta pieces, then one signature_delta). ``reasoning``: Responses API
+  reasoning items (see ``tests/scripted_responses.py``, which serves ``POST /v1/responses``).
 - a failure: ``{"status": 500}`` with optional ``body`` (JSON, sent as is; by default an
   error object in the endpoint's own shape with ``message``), ``retry_after`` (seconds or an
   HTTP date, sent as ``Retry-After``) and ``headers``.
@@ -58,6 +63,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.scripted_responses import response_object, responses_error_event, responses_events
 from tests.scripted_windows import context_error
 
 Step = dict[str, Any]
@@ -76,6 +82,8 @@ class RecordedRequest:
     headers: dict[str, str]
     body: Any
     received_at: float
+    raw: str = ""
+    """The body exactly as sent, for byte-level checks (prefix caching)."""
 
 
 def pieces(text: str, parts: int = 3) -> list[str]:
@@ -95,6 +103,37 @@ def _sse(data: Any, event: str | None = None) -> bytes:
 def _usage(step: Step) -> tuple[int, int]:
     usage = step.get("usage") or {}
     return int(usage.get("input_tokens", 12)), int(usage.get("output_tokens", 7))
+
+
+def _extra_usage(step: Step, key: str) -> int:
+    return int((step.get("usage") or {}).get(key, 0))
+
+
+def _openai_usage(step: Step) -> dict[str, Any]:
+    prompt, completion = _usage(step)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {
+            "cached_tokens": _extra_usage(step, "cached_tokens"),
+            "cache_write_tokens": _extra_usage(step, "cache_write_tokens"),
+        },
+        "completion_tokens_details": {"reasoning_tokens": _extra_usage(step, "reasoning_tokens")},
+    }
+
+
+def _anthropic_usage(step: Step, *, output: int) -> dict[str, Any]:
+    """Anthropic's ``input_tokens`` leave out cache reads and writes."""
+    prompt, _ = _usage(step)
+    read = _extra_usage(step, "cached_tokens")
+    write = _extra_usage(step, "cache_write_tokens")
+    return {
+        "input_tokens": prompt - read - write,
+        "cache_creation_input_tokens": write,
+        "cache_read_input_tokens": read,
+        "output_tokens": output,
+    }
 
 
 def _stop_reason(step: Step) -> str:
@@ -143,7 +182,6 @@ def openai_events(step: Step, *, model: str, response_id: str, usage_chunk: bool
     reason = _stop_reason(step)
     events.append(chunk({}, _OPENAI_FINISH.get(reason, reason)))
     if usage_chunk:
-        prompt, completion = _usage(step)
         events.append(
             _sse(
                 {
@@ -153,12 +191,7 @@ def openai_events(step: Step, *, model: str, response_id: str, usage_chunk: bool
                     "model": model,
                     "system_fingerprint": "fp_scripted",
                     "choices": [],
-                    "usage": {
-                        "prompt_tokens": prompt,
-                        "completion_tokens": completion,
-                        "total_tokens": prompt + completion,
-                        "completion_tokens_details": {"reasoning_tokens": 0},
-                    },
+                    "usage": _openai_usage(step),
                 }
             )
         )
@@ -183,7 +216,6 @@ def openai_completion(step: Step, *, model: str, response_id: str) -> dict[str, 
     if calls:
         message["tool_calls"] = calls
     reason = _stop_reason(step)
-    prompt, completion = _usage(step)
     return {
         "id": response_id,
         "object": "chat.completion",
@@ -198,11 +230,7 @@ def openai_completion(step: Step, *, model: str, response_id: str) -> dict[str, 
                 "finish_reason": _OPENAI_FINISH.get(reason, reason),
             }
         ],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
+        "usage": _openai_usage(step),
     }
 
 
@@ -211,7 +239,7 @@ def openai_completion(step: Step, *, model: str, response_id: str) -> dict[str, 
 
 def anthropic_events(step: Step, *, model: str, response_id: str) -> list[bytes]:
     """Events shaped like ``anthropic_messages_stream_tool_use.sse``."""
-    prompt, completion = _usage(step)
+    _, completion = _usage(step)
     events = [
         _sse(
             {
@@ -225,10 +253,7 @@ def anthropic_events(step: Step, *, model: str, response_id: str) -> list[bytes]
                     "stop_reason": None,
                     "stop_sequence": None,
                     "usage": {
-                        "input_tokens": prompt,
-                        "cache_creation_input_tokens": 0,
-                        "cache_read_input_tokens": 0,
-                        "output_tokens": 1,
+                        **_anthropic_usage(step, output=1),
                         "service_tier": "standard",
                     },
                 },
@@ -262,6 +287,16 @@ def anthropic_events(step: Step, *, model: str, response_id: str) -> list[bytes]
     def stop() -> None:
         events.append(_sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
 
+    for block in step.get("thinking") or []:
+        if block.get("type") == "redacted_thinking":
+            start(dict(block))
+        else:
+            start({"type": "thinking", "thinking": "", "signature": ""})
+            for piece in pieces(str(block.get("thinking") or "")):
+                delta({"type": "thinking_delta", "thinking": piece})
+            delta({"type": "signature_delta", "signature": block.get("signature", "")})
+        stop()
+        index += 1
     text = str(step.get("text") or "")
     if text:
         start({"type": "text", "text": ""})
@@ -306,7 +341,7 @@ def _json_input(arguments: str) -> Any:
 
 
 def anthropic_message(step: Step, *, model: str, response_id: str) -> dict[str, Any]:
-    content: list[dict[str, Any]] = []
+    content: list[dict[str, Any]] = [dict(block) for block in step.get("thinking") or []]
     if step.get("text"):
         content.append({"type": "text", "text": step["text"]})
     for i, call in enumerate(step.get("tool_calls") or []):
@@ -318,7 +353,7 @@ def anthropic_message(step: Step, *, model: str, response_id: str) -> dict[str, 
                 "input": _json_input(str(call.get("arguments") or "")),
             }
         )
-    prompt, completion = _usage(step)
+    _, completion = _usage(step)
     return {
         "id": response_id,
         "type": "message",
@@ -327,12 +362,7 @@ def anthropic_message(step: Step, *, model: str, response_id: str) -> dict[str, 
         "content": content,
         "stop_reason": _stop_reason(step),
         "stop_sequence": None,
-        "usage": {
-            "input_tokens": prompt,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-            "output_tokens": completion,
-        },
+        "usage": _anthropic_usage(step, output=completion),
     }
 
 
@@ -354,6 +384,8 @@ def _error_body(api: str, status: int, message: str) -> dict[str, Any]:
 def _stream_error_event(api: str, error: dict[str, Any]) -> bytes:
     if api == "anthropic":
         return _sse({"type": "error", "error": error}, "error")
+    if api == "responses":
+        return _sse(responses_error_event(error), "error")
     return _sse({"error": {"message": error.get("message", ""), "type": error.get("type")}})
 
 
@@ -392,7 +424,13 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         kept = body
         if not scripted.record_bodies and isinstance(body, dict):
-            kept = {"bytes": len(raw), "tools": bool(body.get("tools"))}
+            # Bodies are not kept (a long bench would hold gigabytes): their size, and how
+            # much of each repeats the start of the previous one (what a prefix cache serves).
+            kept = {
+                "bytes": len(raw),
+                "tools": bool(body.get("tools")),
+                "shared_prefix": scripted.shared_prefix(raw),
+            }
         scripted.record(
             RecordedRequest(
                 method="POST",
@@ -400,12 +438,15 @@ class _Handler(BaseHTTPRequestHandler):
                 headers={k.lower(): v for k, v in self.headers.items()},
                 body=kept,
                 received_at=time.monotonic(),
+                raw=raw.decode("utf-8", "replace") if scripted.record_bodies else "",
             )
         )
         if path.endswith("/chat/completions"):
             api = "openai"
         elif path.endswith("/v1/messages") or path == "/messages":
             api = "anthropic"
+        elif path.endswith("/responses"):
+            api = "responses"
         else:
             self._send_json(404, {"error": {"message": f"no route for POST {self.path}"}})
             return
@@ -469,7 +510,8 @@ class _Handler(BaseHTTPRequestHandler):
             content_type = str(step.get("content_type") or "text/event-stream; charset=utf-8")
             self._send_stream(chunks, content_type, delay=delay)
             return
-        response_id = scripted.new_id("chatcmpl-scripted" if api == "openai" else "msg_scripted")
+        prefix = {"openai": "chatcmpl-scripted", "responses": "resp_scripted"}
+        response_id = scripted.new_id(prefix.get(api, "msg_scripted"))
         if "stream_error" in step:
             events = self._events(api, {"text": "partial answer"}, model, response_id, request)
             events = events[: int(step.get("after_events") or 0)]
@@ -480,6 +522,10 @@ class _Handler(BaseHTTPRequestHandler):
         if not streaming:
             if api == "openai":
                 payload = openai_completion(step, model=model, response_id=response_id)
+            elif api == "responses":
+                payload = response_object(
+                    step, model=model, response_id=response_id, request=request, final=True
+                )
             else:
                 payload = anthropic_message(step, model=model, response_id=response_id)
             if cut is not None:
@@ -505,6 +551,10 @@ class _Handler(BaseHTTPRequestHandler):
             options = request.get("stream_options")
             usage = isinstance(options, dict) and options.get("include_usage") is True
             return openai_events(step, model=model, response_id=response_id, usage_chunk=usage)
+        if api == "responses":
+            return responses_events(
+                step, model=model, response_id=response_id, request=request, pieces=pieces, sse=_sse
+            )
         return anthropic_events(step, model=model, response_id=response_id)
 
     # -- writing --------------------------------------------------------------------------
@@ -620,6 +670,7 @@ class ScriptedServer:
         self.window_error = window_error
         self.summary_text = summary_text
         self.record_bodies = record_bodies
+        self._last_raw = b""
         """False keeps only each body's size and whether it had tools (long benchmarks)."""
         self.rejected = 0
         """Requests refused as over the window."""
@@ -657,6 +708,19 @@ class ScriptedServer:
     def next_step(self) -> Step:
         with self._lock:
             return self._steps.pop(0) if self._steps else dict(EXHAUSTED)
+
+    def shared_prefix(self, raw: bytes) -> int:
+        """Bytes at the start of ``raw`` equal to the previous request's; remembers ``raw``."""
+        with self._lock:
+            last, self._last_raw = self._last_raw, raw
+        low, high = 0, min(len(last), len(raw))
+        while low < high:  # binary search on slices: C-speed compares, not a Python loop
+            middle = (low + high + 1) // 2
+            if raw[:middle] == last[:middle]:
+                low = middle
+            else:
+                high = middle - 1
+        return low
 
     def new_id(self, prefix: str) -> str:
         with self._lock:

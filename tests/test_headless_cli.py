@@ -66,7 +66,7 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def url(self, provider: str) -> str:
-        return self.openai_url if provider == "openai" else self.anthropic_url
+        return self.openai_url if provider.startswith("openai") else self.anthropic_url
 
     def requests(self) -> list[RecordedRequest]:
         if not self.log.exists():
@@ -289,9 +289,75 @@ def test_json_output_is_one_object(cli: Cli, model_server: Callable[..., ServerP
     assert result["result"] == "done."
     assert result["stop_reason"] == "completed" and result["is_error"] is False
     assert result["turns"] == 2
-    assert result["usage"] == {"input_tokens": 30, "output_tokens": 7}
+    assert result["usage"] == {
+        "input_tokens": 30,
+        "output_tokens": 7,
+        "cached_tokens": 0,
+        "cache_write_tokens": 0,
+        "reasoning_tokens": 0,
+        "cost_usd": None,  # the scripted model has no price
+    }
     assert result["session_id"] and isinstance(result["session_id"], str)
     assert done.stderr == ""
+
+
+def test_openai_responses_provider_end_to_end(
+    cli: Cli, model_server: Callable[..., ServerProcess]
+) -> None:
+    """The same headless contract over the Responses API: the call runs, its output goes
+    back as a function_call_output with the encrypted reasoning before the call, and the
+    json usage carries cached and reasoning tokens."""
+    reasoning = {
+        "type": "reasoning",
+        "id": "rs_headless",
+        "summary": [],
+        "encrypted_content": "gAAAAABheadless==",
+    }
+    server = model_server(
+        [
+            {
+                **tools_step(shell("call_1", "echo via-responses")),
+                "reasoning": [reasoning],
+                "usage": {"input_tokens": 10, "output_tokens": 3, "reasoning_tokens": 2},
+            },
+            {
+                "text": "done.",
+                "usage": {"input_tokens": 20, "output_tokens": 4, "cached_tokens": 8},
+            },
+        ]
+    )
+    done = cli.run(
+        *headless(
+            server,
+            "go",
+            "--approval-mode",
+            "full-auto",
+            "--output-format",
+            "json",
+            provider="openai-responses",
+        )
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["result"] == "done." and result["turns"] == 2
+    assert result["usage"] == {
+        "input_tokens": 30,
+        "output_tokens": 7,
+        "cached_tokens": 8,
+        "cache_write_tokens": 0,
+        "reasoning_tokens": 2,
+        "cost_usd": None,
+    }
+    first, second = server.requests()
+    assert first.path == second.path == "/v1/responses"
+    items = second.body["input"]
+    assert [item["type"] for item in items[1:]] == [
+        "reasoning",
+        "function_call",
+        "function_call_output",
+    ]
+    assert items[1] == reasoning
+    assert "via-responses" in json.loads(items[3]["output"])["result"]
 
 
 def test_stream_json_is_every_event_in_order(

@@ -43,3 +43,14 @@ def test_version_is_fast_and_textual_free() -> None:
     imported = [line.split("|")[-1].strip() for line in out.stderr.splitlines() if "|" in line]
     assert not [name for name in imported if name.startswith("textual")]
     assert not [name for name in imported if name.startswith(("httpx", "pydantic"))]
+
+
+def test_the_price_table_loads_only_when_a_price_is_needed() -> None:
+    """genai-prices takes ~0.3 s to import: building a session must not pay for it."""
+    code = (
+        "import sys\n"
+        "import tui.agent.loop, tui.session, tui.cli, tui.agent.pricing\n"
+        "print('genai_prices' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

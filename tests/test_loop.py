@@ -126,6 +126,9 @@ def check_request(request: RecordedRequest) -> None:
     OpenAI: the ``tool`` messages directly follow the assistant message, one per call.
     Anthropic: the next message is a user message whose leading blocks are the results.
     """
+    if request.path.endswith("/responses"):
+        check_responses_request(body_of(request)["input"])
+        return
     messages = body_of(request)["messages"]
     for index, message in enumerate(messages):
         if message["role"] != "assistant":
@@ -155,6 +158,23 @@ def check_request(request: RecordedRequest) -> None:
             later = [b for b in blocks[len(ids) :] if b.get("type") == "tool_result"]
             assert not later, "results beyond the calls made"
     wire_results(request)  # no duplicate ids anywhere, every result an envelope
+
+
+def check_responses_request(items: list[dict[str, Any]]) -> None:
+    """Responses API: every ``function_call`` is answered by exactly one
+    ``function_call_output``, after it and before the next user message."""
+    for index, item in enumerate(items):
+        if item.get("type") != "function_call":
+            continue
+        answers = [
+            later
+            for later in items[index + 1 :]
+            if later.get("type") == "function_call_output" and later["call_id"] == item["call_id"]
+        ]
+        assert len(answers) == 1, f"call {item['call_id']} answered {len(answers)} times"
+        position = items.index(answers[0])
+        between = items[index + 1 : position]
+        assert all(b.get("role") != "user" for b in between), "a user turn before the result"
 
 
 def check_messages(messages: list[Message]) -> None:

@@ -20,7 +20,7 @@ import pytest
 
 from tests.scripted_server import ScriptedServer
 from tui.agent.providers.anthropic import AnthropicProvider
-from tui.agent.providers.base import Completed, Message, Provider, ToolCall
+from tui.agent.providers.base import Completed, Message, Provider, ToolCall, ToolCallDelta
 from tui.agent.providers.openai import OpenAIProvider
 
 pytestmark = pytest.mark.timeout(60)
@@ -365,3 +365,157 @@ async def test_sdks_and_we_agree_on_the_recorded_streams(
         mine = await ours("openai", server, stream=True)
     assert sdk_calls
     assert [(c.id, c.name, json.loads(c.arguments)) for c in mine.tool_calls] == sdk_calls
+
+
+# -- OpenAI Responses API and reasoning ---------------------------------------------------------
+
+REASONING_ITEM: dict[str, Any] = {
+    "type": "reasoning",
+    "id": "rs_scripted_1",
+    "summary": [{"type": "summary_text", "text": "**Thinking** about the weather."}],
+    "encrypted_content": "gAAAAABscripted-encrypted==",
+}
+RESPONSES_STEP: dict[str, Any] = {
+    **STEP,
+    "reasoning": [REASONING_ITEM],
+    "usage": {**STEP["usage"], "cached_tokens": 256, "reasoning_tokens": 30},
+}
+RESPONSES_TOOLS: list[dict[str, Any]] = [
+    {"type": "function", "name": name, "parameters": {"type": "object", "properties": {}}}
+    for name in ("get_weather", "run_shell")
+]
+
+
+async def ours_responses(
+    server: ScriptedServer, stream: bool, into: list[Any] | None = None
+) -> Completed:
+    from tui.agent.providers.responses import ResponsesProvider
+
+    provider = ResponsesProvider("m", api_key="k", base_url=server.openai_base_url, stream=stream)
+    try:
+        events = [
+            event
+            async for event in provider.stream(
+                system="", messages=[Message("user", "hi")], tools=OPENAI_TOOLS
+            )
+        ]
+    finally:
+        await provider.aclose()
+    if into is not None:
+        into.extend(events)
+    last = events[-1]
+    assert isinstance(last, Completed)
+    return last
+
+
+async def test_openai_sdk_reads_the_responses_stream(
+    server: ScriptedServer, openai_client: openai.AsyncOpenAI
+) -> None:
+    """The SDK's own accumulator rebuilds the response, and every raw event validates as a
+    ``ResponseStreamEvent``; our provider reads the same bytes the same way."""
+    from openai.types.responses import ResponseStreamEvent
+    from pydantic import TypeAdapter
+
+    server.add(RESPONSES_STEP, RESPONSES_STEP, RESPONSES_STEP)
+    deltas: list[str] = []
+    async with openai_client.responses.stream(
+        model="gpt-test",
+        input="hi",
+        tools=RESPONSES_TOOLS,  # type: ignore[arg-type]
+        store=False,
+        include=["reasoning.encrypted_content"],
+    ) as stream:
+        async for event in stream:
+            if event.type == "response.output_text.delta":
+                deltas.append(event.delta)
+        final = await stream.get_final_response()
+
+    assert final.status == "completed"
+    assert final.output_text == STEP["text"] and "".join(deltas) == STEP["text"]
+    calls = [
+        ToolCall(item.call_id, item.name, item.arguments)
+        for item in final.output
+        if item.type == "function_call"
+    ]
+    assert calls == EXPECTED_CALLS
+    reasoning = [item for item in final.output if item.type == "reasoning"]
+    assert [item.encrypted_content for item in reasoning] == ["gAAAAABscripted-encrypted=="]
+    assert final.usage is not None
+    assert final.usage.input_tokens_details.cached_tokens == 256
+    assert final.usage.output_tokens_details.reasoning_tokens == 30
+
+    raw = await openai_client.responses.with_raw_response.create(
+        model="gpt-test", input="hi", stream=True
+    )
+    adapter: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
+    kinds = []
+    async for line in raw.http_response.aiter_lines():
+        if line.startswith("data: "):
+            kinds.append(adapter.validate_python(json.loads(line[6:])).type)
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    assert "response.function_call_arguments.delta" in kinds
+    assert "response.reasoning_summary_text.delta" in kinds
+
+    events: list[Any] = []
+    mine = await ours_responses(server, stream=True, into=events)
+    previews: dict[int, str] = {}
+    for event in events:
+        if isinstance(event, ToolCallDelta):
+            previews[event.index] = previews.get(event.index, "") + event.arguments_delta
+    assert list(previews.values()) == [call.arguments for call in EXPECTED_CALLS]  # live
+    assert (mine.text, mine.tool_calls, mine.stop_reason) == (
+        STEP["text"],
+        EXPECTED_CALLS,
+        "tool_use",
+    )
+    assert [item.data for item in mine.reasoning] == [REASONING_ITEM]
+    assert mine.usage.cache_read_tokens == 256 and mine.usage.reasoning_tokens == 30
+
+
+async def test_openai_sdk_reads_the_responses_json_answer(
+    server: ScriptedServer, openai_client: openai.AsyncOpenAI
+) -> None:
+    server.add(RESPONSES_STEP, RESPONSES_STEP)
+    response = await openai_client.responses.create(
+        model="gpt-test",
+        input="hi",
+        tools=RESPONSES_TOOLS,  # type: ignore[arg-type]
+    )
+    assert response.output_text == STEP["text"]
+    assert [item.type for item in response.output] == [
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call",
+    ]
+    mine = await ours_responses(server, stream=False)
+    assert (mine.text, mine.tool_calls) == (STEP["text"], EXPECTED_CALLS)
+    assert [item.data for item in mine.reasoning] == [REASONING_ITEM]
+
+
+THINKING_BLOCKS: list[dict[str, Any]] = [
+    {"type": "thinking", "thinking": "Weather first, then files.", "signature": "c2lnbmVk=="},
+    {"type": "redacted_thinking", "data": "b3BhcXVl=="},
+]
+
+
+async def test_anthropic_sdk_reads_thinking_blocks(
+    server: ScriptedServer, anthropic_client: anthropic.AsyncAnthropic
+) -> None:
+    """The SDK's accumulator rebuilds thinking blocks with their signatures from our stream,
+    and ours keeps the same blocks for the next request."""
+    step = {**STEP, "thinking": THINKING_BLOCKS}
+    server.add(step, step)
+    async with anthropic_client.messages.stream(
+        model="claude-test",
+        max_tokens=4096,
+        messages=[{"role": "user", "content": "hi"}],
+        tools=ANTHROPIC_TOOLS,  # type: ignore[arg-type]
+        thinking={"type": "enabled", "budget_tokens": 2048},
+    ) as stream:
+        final = await stream.get_final_message()
+    blocks = [block.model_dump(exclude_none=True) for block in final.content[:2]]
+    assert [{k: v for k, v in b.items() if k != "citations"} for b in blocks] == THINKING_BLOCKS
+
+    mine = await ours("anthropic", server, stream=True)
+    assert [item.data for item in mine.reasoning] == THINKING_BLOCKS

@@ -1,7 +1,7 @@
 """The ``agent-tui`` command. Kept import-light: ``--version`` must not load Textual.
 
 Headless contract (scripts rely on it):
-``agent-tui -p PROMPT [--provider openai|anthropic] [--model M] [--base-url URL]
+``agent-tui -p PROMPT [--provider openai|openai-responses|anthropic] [--model M] [--base-url URL]
 [--approval-mode read-only|ask|auto-edit|full-auto] [--workspace DIR]
 [--output-format text|json|stream-json] [--max-turns N] [--json-schema FILE]`` prints the final
 answer, one JSON object, or every bus event as a JSON line, and exits 0 — or non-zero with a
@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"agent-tui {__version__}")
     parser.add_argument("-p", "--prompt", help="run headless with this prompt (- reads stdin)")
-    parser.add_argument("--provider", choices=["openai", "anthropic"])
+    parser.add_argument("--provider", choices=["openai", "openai-responses", "anthropic"])
     parser.add_argument("--model")
     parser.add_argument("--base-url")
     parser.add_argument("--approval-mode", choices=["read-only", "ask", "auto-edit", "full-auto"])

@@ -68,8 +68,12 @@ ENV_NESTED_DELIMITER = "__"
 USER_CONFIG_NAME = "config.toml"
 WORKSPACE_CONFIG_NAME = ".agent-tui.toml"
 
-ProviderName = Literal["openai", "anthropic"]
-DEFAULT_MODELS: dict[str, str] = {"openai": "gpt-4.1", "anthropic": "claude-sonnet-4-5"}
+ProviderName = Literal["openai", "openai-responses", "anthropic"]
+DEFAULT_MODELS: dict[str, str] = {
+    "openai": "gpt-4.1",
+    "openai-responses": "gpt-5",
+    "anthropic": "claude-sonnet-4-5",
+}
 
 KeyPath = tuple[str | int, ...]
 
@@ -90,7 +94,10 @@ class ProviderSettings(BaseModel):
     model_config = _SECTION
 
     name: ProviderName = "openai"
-    """The API flavour: ``openai`` (Chat Completions) or ``anthropic`` (Messages)."""
+    """The API flavour: ``openai`` (Chat Completions), ``openai-responses`` (the Responses
+    API) or ``anthropic`` (Messages)."""
+    api: Literal["chat", "responses"] | None = None
+    """For ``openai``: ``responses`` talks to the Responses API (as ``openai-responses``)."""
     model: str | None = None
     """The model id; left unset it follows ``name`` (gpt-4.1 / claude-sonnet-4-5)."""
     base_url: str | None = None
@@ -107,6 +114,10 @@ class ProviderSettings(BaseModel):
     context_window: int | None = Field(default=None, ge=1024)
     """The model's window in tokens; unset uses a table of known model families (and a
     smaller limit a server states in an error is always believed)."""
+    thinking_budget: int | None = Field(default=None, ge=1024)
+    """Anthropic: turn extended thinking on with this many tokens to think in."""
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = None
+    """OpenAI reasoning models: how hard to think (sent as is; unset: the model's default)."""
 
     @model_validator(mode="after")
     def _fill_model(self) -> ProviderSettings:

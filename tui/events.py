@@ -55,6 +55,8 @@ class AssistantMessage(Event):
     kind: Literal["assistant_message"] = "assistant_message"
     text: str
     tool_call_ids: list[str] = Field(default_factory=list)
+    thinking: str = ""
+    """The model's readable reasoning for this message (shown collapsed), if any."""
 
 
 class ToolCallRequested(Event):
@@ -161,10 +163,18 @@ class ApprovalResolved(Event):
 
 
 class Usage(Event):
+    """The tokens of one model response; ``input_tokens`` is the whole prompt, of which
+    ``cached_tokens`` were read from the provider's cache and ``cache_write_tokens`` written
+    to it; ``reasoning_tokens`` are part of ``output_tokens``."""
+
     kind: Literal["usage"] = "usage"
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
     cost_usd: float | None = None
+    """This response's price; ``None`` when the price table does not know the model."""
 
 
 class ErrorEvent(Event):

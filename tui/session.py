@@ -189,6 +189,9 @@ def build_session(
                 else None,
                 base_url=settings.provider.base_url,
                 stream=settings.provider.stream,
+                api=settings.provider.api,
+                thinking_budget=settings.provider.thinking_budget,
+                reasoning_effort=settings.provider.reasoning_effort,
             )
         except ProviderError as error:
             provider_error = error.msg
@@ -391,8 +394,19 @@ def describe_outcome(outcome: TurnOutcome, session: AgentSession) -> dict[str, A
             if session.loaded.settings.agent.json_schema
             else {}
         ),
-        "usage": {
-            "input_tokens": session.loop.usage.input_tokens if session.loop else 0,
-            "output_tokens": session.loop.usage.output_tokens if session.loop else 0,
-        },
+        "usage": _usage_summary(session),
+    }
+
+
+def _usage_summary(session: AgentSession) -> dict[str, Any]:
+    """Tokens of the whole run; ``cost_usd`` is ``null`` when the model has no known price."""
+    loop = session.loop
+    usage = loop.usage if loop else None
+    return {
+        "input_tokens": usage.input_tokens if usage else 0,
+        "output_tokens": usage.output_tokens if usage else 0,
+        "cached_tokens": usage.cache_read_tokens if usage else 0,
+        "cache_write_tokens": usage.cache_write_tokens if usage else 0,
+        "reasoning_tokens": usage.reasoning_tokens if usage else 0,
+        "cost_usd": loop.cost_usd if loop else None,
     }

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import re
+from typing import Any
 
-from tui.agent.providers.base import Completed, Message, ToolCall
+from tui.agent.providers.base import Completed, Message, ReasoningItem, ToolCall
 from tui.safe_text import clean, clean_json_text
 
 MAX_NAME_CHARS = 200
@@ -34,9 +36,48 @@ def admit_completed(completed: Completed) -> Completed:
     """A response as the conversation keeps it."""
     calls = admit_calls(completed.tool_calls)
     text = clean(completed.text)
-    if text == completed.text and calls == completed.tool_calls:
+    reasoning = admit_reasoning(completed.reasoning)
+    if (
+        text == completed.text
+        and calls == completed.tool_calls
+        and reasoning == completed.reasoning
+    ):
         return completed
-    return dataclasses.replace(completed, text=text, tool_calls=calls)
+    return dataclasses.replace(completed, text=text, tool_calls=calls, reasoning=reasoning)
+
+
+_REASONING_TYPES = {"anthropic": ("thinking", "redacted_thinking"), "responses": ("reasoning",)}
+MAX_REASONING_BYTES = 4 * 1024 * 1024
+"""No real thinking block comes near this; a bigger one would be resent on every request."""
+
+
+def admit_reasoning(items: list[ReasoningItem]) -> list[ReasoningItem]:
+    """Reasoning items as received, or not at all: they are replayed byte for byte under a
+    signature, so one cannot be cleaned. An item that is not a reasoning block of its API (a
+    saved session must not smuggle in a call or a result), holds a lone surrogate
+    (unsendable), is not JSON data, or is of absurd size is dropped; the API then answers as
+    for a turn without it. The readable ``text`` is only shown, so it is cleaned like any
+    model text."""
+    admitted: list[ReasoningItem] = []
+    for item in items:
+        if item.data.get("type") not in _REASONING_TYPES.get(item.api, ()):
+            continue  # only reasoning replays this way, never a call or a result
+        if not _sendable(item.data):
+            continue
+        admitted.append(
+            item
+            if clean(item.text) == item.text
+            else dataclasses.replace(item, text=clean(item.text))
+        )
+    return admitted
+
+
+def _sendable(data: Any) -> bool:
+    try:
+        encoded = json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (ValueError, TypeError, RecursionError, UnicodeEncodeError):
+        return False
+    return isinstance(data, dict) and len(encoded) <= MAX_REASONING_BYTES
 
 
 def admit_calls(calls: list[ToolCall]) -> list[ToolCall]:
@@ -70,6 +111,7 @@ def admit_message(message: Message) -> Message:
         tool_calls=calls,
         tool_call_id=tool_call_id,
         tool_name=tool_name,
+        reasoning=admit_reasoning(message.reasoning),
     )
 
 

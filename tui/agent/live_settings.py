@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from tui.tools.registry import ToolRegistry
 
 PROTECTED_SECTIONS = ("approval", "security", "hooks", "ssh", "mcp", "openapi", "cron")
-PROTECTED_KEYS = ("provider.api_key", "provider.base_url", "provider.name")
+PROTECTED_KEYS = ("provider.api_key", "provider.base_url", "provider.name", "provider.api")
 
 
 @dataclass

@@ -16,6 +16,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui.agent import pricing
 from tui.agent.admission import admit_completed
 from tui.agent.context_manager import ContextManager, Reason
 from tui.agent.execution import ToolExecutor, ToolPlan
@@ -41,7 +42,6 @@ from tui.events import (
     ToolCallRequested,
     TurnEnded,
     TurnStarted,
-    Usage,
     UserMessage,
 )
 from tui.exec.backend import ExecutionBackend
@@ -126,6 +126,9 @@ class AgentLoop:
         self._busy = asyncio.Lock()
         """Held by a turn and by a compaction made between turns: never both at once."""
         self.usage = UsageReport()
+        self.cost_usd: float | None = None
+        """What this loop's requests cost so far; ``None`` while no response had a price."""
+        self._prices: asyncio.Future[None] | None = None
         self._steering: collections.deque[str] = collections.deque()
         self._cancel = asyncio.Event()
         self._stream_task: asyncio.Task[Any] | None = None
@@ -357,6 +360,8 @@ class AgentLoop:
         return self._definitions[1]
 
     async def _stream(self) -> Completed | None:
+        if self._prices is None:  # loaded in a thread while the first request runs
+            self._prices = asyncio.ensure_future(pricing.warm())
         tools = self._tool_definitions()
         text_parts: list[str] = []
         completed: Completed | None = None
@@ -394,17 +399,16 @@ class AgentLoop:
         if completed is None:
             raise ProviderError(f"{self.provider.name} stream ended without a final message")
         _widen(measured, completed.usage)
+        await self._prices
         finished = self._finish_message(completed)
-        cache_apart = self.provider.tool_format == "anthropic"
-        self.context.meter.measured(
-            _prompt_tokens(measured, cache_apart=cache_apart), self.messages
-        )
+        self.context.meter.measured(_prompt_tokens(measured), self.messages)
         return finished
 
     def _add_usage(self, usage: UsageReport) -> None:
-        self.usage.input_tokens += usage.input_tokens
-        self.usage.output_tokens += usage.output_tokens
-        self.emit(Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens))
+        self.usage.add(usage)
+        cost = pricing.cost_usd(usage, model=self.provider.model, provider=self.provider.name)
+        self.cost_usd = pricing.add_cost(self.cost_usd, cost)
+        self.emit(pricing.usage_event(usage, cost))
 
     def _finish_message(self, completed: Completed) -> Completed:
         """Admit the response into the conversation; the loop goes on with what was admitted."""
@@ -412,11 +416,18 @@ class AgentLoop:
         if completed.usage.input_tokens or completed.usage.output_tokens:
             self._add_usage(completed.usage)
         self._append(
-            Message(role="assistant", content=completed.text, tool_calls=completed.tool_calls)
+            Message(
+                role="assistant",
+                content=completed.text,
+                tool_calls=completed.tool_calls,
+                reasoning=completed.reasoning,
+            )
         )
         self.emit(
             AssistantMessage(
-                text=completed.text, tool_call_ids=[call.id for call in completed.tool_calls]
+                text=completed.text,
+                tool_call_ids=[call.id for call in completed.tool_calls],
+                thinking="\n\n".join(item.text for item in completed.reasoning if item.text),
             )
         )
         for call in completed.tool_calls:
@@ -566,22 +577,18 @@ async def _propagate_cancel(cancel: asyncio.Event, child: AgentLoop) -> None:
 
 def _widen(into: dict[str, int], usage: UsageReport) -> None:
     """Keep the largest report per field: a provider may report usage mid-stream and again
-    at the end. Cache fields are read by name, so providers that add them are counted."""
-    for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"):
-        value = getattr(usage, name, 0) or 0
-        into[name] = max(into.get(name, 0), int(value))
+    at the end."""
+    for name in ("input_tokens", "output_tokens"):
+        into[name] = max(into.get(name, 0), int(getattr(usage, name, 0) or 0))
 
 
-def _prompt_tokens(usage: dict[str, int], *, cache_apart: bool) -> int:
+def _prompt_tokens(usage: dict[str, int]) -> int:
     """What the conversation measured at this answer: every prompt token and the answer,
-    which the next request carries. Anthropic counts cached prompt tokens apart from
-    ``input_tokens`` (``cache_apart``); OpenAI's ``cached_tokens`` are already inside them."""
+    which the next request carries. ``UsageReport.input_tokens`` is the whole prompt in
+    every wire format (the providers add Anthropic's cache reads and writes into it)."""
     if not usage.get("input_tokens"):
         return 0
-    total = usage["input_tokens"] + usage.get("output_tokens", 0)
-    if cache_apart:
-        total += usage.get("cache_read_tokens", 0) + usage.get("cache_creation_tokens", 0)
-    return total
+    return usage["input_tokens"] + usage.get("output_tokens", 0)
 
 
 def message_summary(messages: list[Message]) -> dict[str, Any]:

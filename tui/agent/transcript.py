@@ -35,7 +35,7 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from tui.agent.admission import admit_message
-from tui.agent.providers.base import ImagePart, Message, ToolCall
+from tui.agent.providers.base import ImagePart, Message, ReasoningItem, ToolCall
 from tui.errors import AgentTuiError
 from tui.events import EVENT_ADAPTER, AnyEvent, Event
 from tui.locations import data_dir
@@ -77,6 +77,13 @@ def message_from_json(data: Mapping[str, Any]) -> Message:
     ]
     fields["images"] = [
         ImagePart(**_known_fields(ImagePart, image)) for image in data.get("images") or []
+    ]
+    fields["reasoning"] = [
+        ReasoningItem(**_known_fields(ReasoningItem, item))
+        for item in data.get("reasoning") or []
+        if isinstance(item, Mapping)
+        and isinstance(item.get("data"), dict)
+        and item.get("api") in ("anthropic", "responses")
     ]
     return admit_message(Message(**fields))
 

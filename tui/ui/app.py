@@ -89,6 +89,14 @@ _PANE_IN_ACTOR = re.compile(r"tmux:(%\d+)")
 _user_call_ids = itertools.count(1)
 
 
+def _context_window(loop: Any) -> int | None:
+    """The model's window from the loop's context meter (``loop.context.meter.window``)
+    where the loop has one; ``None`` keeps the status bar's percentage hidden."""
+    meter = getattr(getattr(loop, "context", None), "meter", None)
+    window = getattr(meter, "window", None)
+    return window if isinstance(window, int) and window > 0 else None
+
+
 def untrusted_notice(trust: WorkspaceTrust) -> str:
     return (
         f"{len(trust.held)} setting(s) from this workspace's files are not applied "
@@ -177,7 +185,8 @@ class AgentApp(App[int]):
         self.holding_pane = False
         self.pane_target: str | None = None
         self.frames: dict[str, PaneFrame] = {}
-        self.usage = [0, 0]
+        self.usage = [0, 0, 0, 0]
+        """Tokens in, out, cached, and the last main request's prompt."""
         self.cost: float | None = None
         self.approval_open: tuple[ApprovalRequested, ApprovalScreen] | None = None
         self.session_ready = asyncio.Event()
@@ -363,6 +372,9 @@ class AgentApp(App[int]):
                 elif kind == "usage":
                     self.usage[0] += event.input_tokens  # type: ignore[attr-defined]
                     self.usage[1] += event.output_tokens  # type: ignore[attr-defined]
+                    self.usage[2] += event.cached_tokens  # type: ignore[attr-defined]
+                    if event.loop_id == "main":
+                        self.usage[3] = event.input_tokens  # type: ignore[attr-defined]
                     if event.cost_usd is not None:  # type: ignore[attr-defined]
                         self.cost = (self.cost or 0.0) + event.cost_usd  # type: ignore[attr-defined]
                 elif kind == "tool_started":
@@ -396,6 +408,10 @@ class AgentApp(App[int]):
         self.status.set(
             input_tokens=self.usage[0],
             output_tokens=self.usage[1],
+            cached_tokens=self.usage[2],
+            context_tokens=self.usage[3],
+            # Hook: the loop's context meter, once it has one, knows the model's window.
+            context_window=_context_window(loop),
             cost_usd=self.cost,
             running_tools=self.tools.running,
             working=self._turn_active or bool(loop and loop.running),
@@ -793,7 +809,7 @@ class AgentApp(App[int]):
         await self._stop_pane_pump()
         self.chat.clear_entries()
         self.tools.clear_blocks()
-        self.usage = [0, 0]
+        self.usage = [0, 0, 0, 0]
         self.cost = None
         self._attach_session(new)
         await self._replay_saved()

@@ -21,12 +21,15 @@ from typing import Any, Literal
 
 import httpx
 
+from tui.agent.providers.anthropic_cache import MAX_BREAKPOINTS, cache_conversation, mark
 from tui.agent.providers.base import (
     Completed,
     Message,
     Provider,
     ProviderError,
     ProviderEvent,
+    ReasoningDelta,
+    ReasoningItem,
     StreamInterrupted,
     TextDelta,
     ToolCall,
@@ -70,20 +73,35 @@ def normalise_stop_reason(reason: str | None, *, has_tool_calls: bool) -> str:
     return reason
 
 
-def _usage(data: Any, into: UsageReport | None = None) -> UsageReport:
+_USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
+
+
+def _merge_usage(data: Any, into: dict[str, int]) -> dict[str, int]:
     """Merge a ``usage`` object; later events repeat or update earlier counts."""
-    usage = into or UsageReport()
-    if not isinstance(data, dict):
-        return usage
-    for wire, attribute in (
-        ("input_tokens", "input_tokens"),
-        ("output_tokens", "output_tokens"),
-        ("cache_read_input_tokens", "cache_read_tokens"),
-    ):
-        value = data.get(wire)
-        if isinstance(value, int) and not isinstance(value, bool):
-            setattr(usage, attribute, value)
-    return usage
+    if isinstance(data, dict):
+        for key in _USAGE_KEYS:
+            value = data.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                into[key] = value
+    return into
+
+
+def _usage(counts: dict[str, int]) -> UsageReport:
+    """Anthropic's ``input_tokens`` leaves out what was read from or written to the cache;
+    ``UsageReport.input_tokens`` is the whole prompt, so the three are added up."""
+    read = counts.get("cache_read_input_tokens", 0)
+    write = counts.get("cache_creation_input_tokens", 0)
+    return UsageReport(
+        input_tokens=counts.get("input_tokens", 0) + read + write,
+        output_tokens=counts.get("output_tokens", 0),
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+    )
 
 
 def _error(error: Any) -> ProviderError:
@@ -115,6 +133,33 @@ class _ToolBlock:
 
 
 @dataclass
+class _ThinkingBlock:
+    """A thinking block as it streams: the start block plus the joined deltas."""
+
+    start: dict[str, Any]
+    text: list[str] = field(default_factory=list)
+    signature: list[str] = field(default_factory=list)
+
+    def item(self) -> ReasoningItem:
+        return reasoning_item(self.block())
+
+    def block(self) -> dict[str, Any]:
+        """The block as the non-streaming API would have sent it."""
+        if self.start.get("type") == "redacted_thinking":
+            return dict(self.start)
+        block = dict(self.start)
+        block["thinking"] = "".join(self.text)
+        if self.signature:
+            block["signature"] = "".join(self.signature)
+        return block
+
+
+def reasoning_item(block: dict[str, Any]) -> ReasoningItem:
+    text = block.get("thinking") if block.get("type") == "thinking" else ""
+    return ReasoningItem(api="anthropic", data=block, text=text if isinstance(text, str) else "")
+
+
+@dataclass
 class MessagesStreamAssembler:
     """Folds Messages stream events into provider events and, at the end, one ``Completed``."""
 
@@ -122,8 +167,10 @@ class MessagesStreamAssembler:
     tools: dict[int, _ToolBlock] = field(default_factory=dict)
     """By content block index."""
     stop_reason: str | None = None
-    usage: UsageReport = field(default_factory=UsageReport)
+    counts: dict[str, int] = field(default_factory=dict)
     stopped: bool = False
+    thinking: dict[int, _ThinkingBlock] = field(default_factory=dict)
+    """By content block index: thinking and redacted_thinking blocks, in arrival order."""
 
     def feed(self, name: str, data: dict[str, Any]) -> list[ProviderEvent]:
         kind = data.get("type") if isinstance(data.get("type"), str) else name
@@ -132,7 +179,7 @@ class MessagesStreamAssembler:
         if kind == "message_start":
             message = data.get("message")
             if isinstance(message, dict) and "usage" in message:
-                _usage(message["usage"], self.usage)
+                _merge_usage(message["usage"], self.counts)
         elif kind == "content_block_start":
             return self._block_start(data)
         elif kind == "content_block_delta":
@@ -142,7 +189,7 @@ class MessagesStreamAssembler:
             if isinstance(delta, dict) and isinstance(delta.get("stop_reason"), str):
                 self.stop_reason = delta["stop_reason"]
             if "usage" in data:
-                _usage(data["usage"], self.usage)
+                _merge_usage(data["usage"], self.counts)
         elif kind == "message_stop":
             self.stopped = True
         # ping, content_block_stop and unknown events carry nothing the loop needs.
@@ -169,7 +216,13 @@ class MessagesStreamAssembler:
             return [
                 ToolCallDelta(index=tool.ordinal, id=tool.id, name=tool.name, arguments_delta="")
             ]
-        return []  # thinking, server tools: not surfaced
+        elif block.get("type") in ("thinking", "redacted_thinking"):
+            self.thinking[index] = _ThinkingBlock(start=block)
+            text = block.get("thinking")
+            if isinstance(text, str) and text:
+                self.thinking[index].text.append(text)
+                return [ReasoningDelta(text)]
+        return []  # server tools: not surfaced
 
     def _block_delta(self, data: dict[str, Any]) -> list[ProviderEvent]:
         delta = data.get("delta")
@@ -188,6 +241,14 @@ class MessagesStreamAssembler:
                 return [
                     ToolCallDelta(index=tool.ordinal, id=None, name=None, arguments_delta=piece)
                 ]
+        elif delta.get("type") in ("thinking_delta", "signature_delta"):
+            block = self.thinking.get(data.get("index"))  # type: ignore[arg-type]
+            key = "thinking" if delta["type"] == "thinking_delta" else "signature"
+            piece = delta.get(key)
+            if block is not None and isinstance(piece, str) and piece:
+                (block.text if key == "thinking" else block.signature).append(piece)
+                if key == "thinking":
+                    return [ReasoningDelta(piece)]
         return []
 
     def finish(self) -> Completed:
@@ -200,7 +261,8 @@ class MessagesStreamAssembler:
             text="".join(self.text),
             tool_calls=calls,
             stop_reason=normalise_stop_reason(self.stop_reason, has_tool_calls=bool(calls)),
-            usage=self.usage,
+            usage=_usage(self.counts),
+            reasoning=[block.item() for _, block in sorted(self.thinking.items())],
         )
 
 
@@ -213,10 +275,13 @@ def events_from_message(data: dict[str, Any]) -> list[ProviderEvent]:
         raise ProviderError("Anthropic API answered without any content")
     text: list[str] = []
     calls: list[ToolCall] = []
+    reasoning: list[ReasoningItem] = []
     for block in content:
         if not isinstance(block, dict):
             continue
-        if block.get("type") == "text" and isinstance(block.get("text"), str):
+        if block.get("type") in ("thinking", "redacted_thinking"):
+            reasoning.append(reasoning_item(block))
+        elif block.get("type") == "text" and isinstance(block.get("text"), str):
             text.append(block["text"])
         elif block.get("type") == "tool_use":
             raw_input = block.get("input")
@@ -231,7 +296,7 @@ def events_from_message(data: dict[str, Any]) -> list[ProviderEvent]:
     events: list[ProviderEvent] = []
     if joined:
         events.append(TextDelta(joined))
-    usage = _usage(data.get("usage"))
+    usage = _usage(_merge_usage(data.get("usage"), {}))
     stop = data.get("stop_reason") if isinstance(data.get("stop_reason"), str) else None
     events.append(
         Completed(
@@ -239,6 +304,7 @@ def events_from_message(data: dict[str, Any]) -> list[ProviderEvent]:
             tool_calls=calls,
             stop_reason=normalise_stop_reason(stop, has_tool_calls=bool(calls)),
             usage=usage,
+            reasoning=reasoning,
         )
     )
     return events
@@ -307,7 +373,11 @@ def _messages_to_wire(messages: list[Message]) -> list[dict[str, Any]]:
             else:
                 wire.append({"role": "user", "content": [block]})
         elif message.role == "assistant":
-            blocks: list[dict[str, Any]] = []
+            # Thinking blocks go first and exactly as received: the API checks signatures
+            # and refuses a tool_result turn whose thinking block was dropped or changed.
+            blocks: list[dict[str, Any]] = [
+                item.data for item in message.reasoning if item.api == "anthropic"
+            ]
             if message.content:
                 blocks.append({"type": "text", "text": message.content})
             blocks.extend(
@@ -342,18 +412,37 @@ def build_request_body(
     tools: list[dict[str, Any]],
     max_tokens: int,
     stream: bool,
+    thinking_budget: int | None = None,
+    cache: bool = True,
 ) -> dict[str, Any]:
-    """The JSON body for ``POST /v1/messages``; no ``tools`` key when there are none."""
-    body: dict[str, Any] = {
-        "model": model,
-        "max_tokens": max_tokens,
-        "messages": _messages_to_wire(messages),
-        "stream": stream,
-    }
+    """The JSON body for ``POST /v1/messages``; no ``tools`` key when there are none.
+
+    With ``cache``, ``cache_control`` breakpoints go on the last tool, the system prompt and
+    the last two user turns (four, the API's limit), so a long session pays for its prefix
+    once and then reads it at a tenth of the price. With ``thinking_budget``, extended
+    thinking is on; the API wants ``max_tokens`` above the budget, so it is raised if needed.
+    """
+    wire = _messages_to_wire(messages)
+    used = 0
+    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens}
+    if thinking_budget:
+        body["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
+        body["max_tokens"] = max(max_tokens, thinking_budget + DEFAULT_MAX_TOKENS)
     if system:
-        body["system"] = system
+        if cache:
+            body["system"] = [mark({"type": "text", "text": system})]
+            used += 1
+        else:
+            body["system"] = system
     if tools:
+        if cache:
+            tools = [*tools[:-1], mark(tools[-1])]
+            used += 1
         body["tools"] = tools
+    if cache:
+        wire = cache_conversation(wire, min(2, MAX_BREAKPOINTS - used))
+    body["messages"] = wire
+    body["stream"] = stream
     return body
 
 
@@ -385,9 +474,14 @@ class AnthropicProvider(Provider):
         max_tokens: int = DEFAULT_MAX_TOKENS,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         backoff_base: float = 0.5,
+        thinking_budget: int | None = None,
+        cache: bool = True,
     ) -> None:
         """``max_retries`` counts every attempt, the first included; ``max_tokens`` is the
-        default for requests that name none (the API requires one)."""
+        default for requests that name none (the API requires one); ``thinking_budget``
+        turns extended thinking on; ``cache`` places prompt-cache breakpoints."""
+        self.thinking_budget = thinking_budget or None
+        self.cache = cache
         self.model = model
         base = base_url.rstrip("/")
         self.base_url = base.removesuffix("/v1")  # ANTHROPIC_BASE_URL has no /v1, but forgive it
@@ -444,6 +538,8 @@ class AnthropicProvider(Provider):
             tools=tools,
             max_tokens=max_tokens if max_tokens is not None else self.max_tokens,
             stream=self.streaming,
+            thinking_budget=self.thinking_budget,
+            cache=self.cache,
         )
         parse = self._parse_stream if self.streaming else self._parse_json
         return self._transport.stream(self.url, body, self._headers(), parse)

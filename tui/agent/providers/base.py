@@ -43,6 +43,23 @@ class ImagePart:
 
 
 @dataclass
+class ReasoningItem:
+    """A reasoning block the API wants back verbatim: Anthropic ``thinking`` and
+    ``redacted_thinking`` blocks (their ``signature`` proves them unaltered) and Responses API
+    ``reasoning`` items (``encrypted_content`` carries them when nothing is stored server-side).
+
+    ``data`` is the block exactly as received and is replayed exactly as received, never
+    rebuilt from parts: one changed character and the API rejects the request.
+    """
+
+    api: Literal["anthropic", "responses"]
+    """Which wire format produced it; only that format sends it back."""
+    data: dict[str, Any]
+    text: str = ""
+    """The readable part (thinking text or summary), for the chat; empty when redacted."""
+
+
+@dataclass
 class Message:
     """One entry of the conversation, in no provider's format.
 
@@ -58,6 +75,8 @@ class Message:
     tool_name: str | None = None
     is_error: bool = False
     images: list[ImagePart] = field(default_factory=list)
+    reasoning: list[ReasoningItem] = field(default_factory=list)
+    """``assistant`` only: the model's reasoning items, sent back before its text and calls."""
 
 
 @dataclass
@@ -77,9 +96,30 @@ class ToolCallDelta:
 
 @dataclass
 class UsageReport:
+    """Tokens of one response, in one meaning for every API.
+
+    ``input_tokens`` is the whole prompt, cached parts included (as OpenAI counts it;
+    Anthropic's three counters are added up), so ``cache_read_tokens`` and
+    ``cache_write_tokens`` are parts of it; this is also the shape the price library expects.
+    ``reasoning_tokens`` are part of ``output_tokens``.
+    """
+
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def add(self, other: UsageReport) -> None:
+        """Add ``other``'s counts to these (a session's running total)."""
+        for name in (
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "reasoning_tokens",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
 @dataclass
@@ -91,9 +131,18 @@ class Completed:
     stop_reason: str
     """Normalised: ``end_turn``, ``tool_use``, ``max_tokens``, or the provider's own word."""
     usage: UsageReport = field(default_factory=UsageReport)
+    reasoning: list[ReasoningItem] = field(default_factory=list)
+    """Reasoning items to keep with this turn and send back with its tool results."""
 
 
-ProviderEvent = TextDelta | ToolCallDelta | UsageReport | Completed
+@dataclass
+class ReasoningDelta:
+    """A piece of readable reasoning as it streams (thinking text or a summary)."""
+
+    text: str
+
+
+ProviderEvent = TextDelta | ReasoningDelta | ToolCallDelta | UsageReport | Completed
 
 
 class ProviderError(AgentTuiError):

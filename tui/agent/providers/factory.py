@@ -16,10 +16,11 @@ from tui.security.own_environ import process_environ
 
 __all__ = ["ENV_VARS", "ProviderName", "make_provider"]
 
-ProviderName = Literal["openai", "anthropic"]
+ProviderName = Literal["openai", "openai-responses", "anthropic"]
 
 ENV_VARS: dict[str, tuple[str, str]] = {
     "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "openai-responses": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
     "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
 }
 """Provider name to (key variable, base URL variable)."""
@@ -40,14 +41,21 @@ def make_provider(
     base_url: str | None = None,
     stream: bool = True,
     environ: Mapping[str, str] | None = None,
+    api: Literal["chat", "responses"] | None = None,
+    thinking_budget: int | None = None,
+    reasoning_effort: str | None = None,
 ) -> Provider:
     """A ready provider; ``environ`` defaults to the user's environment with the keys
-    agent-tui took out of its own (tests pass their own).
+    agent-tui took out of its own (tests pass their own). ``api="responses"`` turns
+    ``openai`` into ``openai-responses``; ``thinking_budget`` is for Anthropic,
+    ``reasoning_effort`` for the OpenAI APIs.
 
     Raises:
         ProviderError: unknown provider name, or no key for the official endpoint.
     """
     env = process_environ() if environ is None else environ
+    if name == "openai" and api == "responses":
+        name = "openai-responses"
     if name not in ENV_VARS:
         known = ", ".join(sorted(ENV_VARS))
         raise ProviderError(f"unknown provider {name!r}; choose one of: {known}")
@@ -62,8 +70,31 @@ def make_provider(
     if name == "openai":
         from tui.agent.providers.openai import DEFAULT_BASE_URL, OpenAIProvider
 
-        return OpenAIProvider(model, api_key=key, base_url=url or DEFAULT_BASE_URL, stream=stream)
+        return OpenAIProvider(
+            model,
+            api_key=key,
+            base_url=url or DEFAULT_BASE_URL,
+            stream=stream,
+            reasoning_effort=reasoning_effort,
+        )
+    if name == "openai-responses":
+        from tui.agent.providers.responses import DEFAULT_BASE_URL as RESPONSES_URL
+        from tui.agent.providers.responses import ResponsesProvider
+
+        return ResponsesProvider(
+            model,
+            api_key=key,
+            base_url=url or RESPONSES_URL,
+            stream=stream,
+            reasoning_effort=reasoning_effort,
+        )
     from tui.agent.providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
     from tui.agent.providers.anthropic import AnthropicProvider
 
-    return AnthropicProvider(model, api_key=key, base_url=url or ANTHROPIC_URL, stream=stream)
+    return AnthropicProvider(
+        model,
+        api_key=key,
+        base_url=url or ANTHROPIC_URL,
+        stream=stream,
+        thinking_budget=thinking_budget,
+    )

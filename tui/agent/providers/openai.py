@@ -80,12 +80,14 @@ def normalise_finish_reason(reason: str | None, *, has_tool_calls: bool) -> str:
 def _usage(data: Any) -> UsageReport | None:
     if not isinstance(data, dict):
         return None
-    details = data.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    prompt = _dict(data.get("prompt_tokens_details"))
+    completion = _dict(data.get("completion_tokens_details"))
     return UsageReport(
         input_tokens=_int(data.get("prompt_tokens")),
         output_tokens=_int(data.get("completion_tokens")),
-        cache_read_tokens=_int(cached),
+        cache_read_tokens=_int(prompt.get("cached_tokens")),
+        cache_write_tokens=_int(prompt.get("cache_write_tokens")),
+        reasoning_tokens=_int(completion.get("reasoning_tokens")),
     )
 
 
@@ -330,22 +332,30 @@ def build_request_body(
     max_tokens: int | None,
     stream: bool,
     max_tokens_field: str = "max_tokens",
+    reasoning_effort: str | None = None,
 ) -> dict[str, Any]:
     """The JSON body for ``POST /chat/completions``; no ``tools`` key when there are none.
 
     Some servers reject ``"tools": []``, and sending it would also change what others do.
+    Nothing here varies between requests but the new messages (no timestamps, no ids, keys
+    in a fixed order), so the body of one request is a byte prefix of the next one's and
+    the server's automatic prefix cache can serve it.
     """
     wire: list[dict[str, Any]] = []
     if system:
         wire.append({"role": "system", "content": system})
     wire.extend(_message_to_wire(message) for message in messages)
-    body: dict[str, Any] = {"model": model, "messages": wire, "stream": stream}
+    body: dict[str, Any] = {"model": model}
+    if tools:  # before the messages, which are the only part that grows
+        body["tools"] = tools
+    body["messages"] = wire
+    body["stream"] = stream
     if stream:
         body["stream_options"] = {"include_usage": True}
     if max_tokens is not None:
         body[max_tokens_field] = max_tokens
-    if tools:
-        body["tools"] = tools
+    if reasoning_effort:
+        body["reasoning_effort"] = reasoning_effort
     return body
 
 
@@ -381,8 +391,10 @@ class OpenAIProvider(Provider):
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         backoff_base: float = 0.5,
         max_tokens_field: Literal["max_tokens", "max_completion_tokens"] | None = None,
+        reasoning_effort: str | None = None,
     ) -> None:
-        """``max_retries`` counts every attempt, the first included.
+        """``max_retries`` counts every attempt, the first included; ``reasoning_effort``
+        (``low``, ``medium``, ``high``…) is sent as is to reasoning models.
 
         ``max_tokens_field`` defaults to ``max_completion_tokens`` for api.openai.com (whose
         newer models reject ``max_tokens``) and ``max_tokens`` for everyone else.
@@ -391,6 +403,7 @@ class OpenAIProvider(Provider):
         self.base_url = base_url.rstrip("/")
         self.streaming = stream
         self._api_key = api_key or None
+        self.reasoning_effort = reasoning_effort or None
         if max_tokens_field is None:
             official = httpx.URL(self.base_url).host == "api.openai.com"
             max_tokens_field = "max_completion_tokens" if official else "max_tokens"
@@ -443,6 +456,7 @@ class OpenAIProvider(Provider):
             max_tokens=max_tokens,
             stream=self.streaming,
             max_tokens_field=self.max_tokens_field,
+            reasoning_effort=self.reasoning_effort,
         )
         parse = self._parse_stream if self.streaming else self._parse_json
         return self._transport.stream(self.url, body, self._headers(), parse)

@@ -30,6 +30,7 @@ PRUNE_ABOVE = 2500
 PRUNE_TO = 1500
 MAX_ENTRIES = 600
 KEEP_ENTRIES = 400
+MAX_THINKING_CHARS = 20_000
 
 
 class UserBubble(Static):
@@ -164,6 +165,8 @@ class ChatPanel(TailFollowing):
         elif kind == "assistant_message":
             if event.loop_id == "main":
                 await self.assistant_final(event.text)
+                if getattr(event, "thinking", ""):
+                    self.add_thinking(event.thinking)
             elif event.text.strip():
                 self.add_subagent(event.loop_id, event.text)
         elif kind == "tool_requested" and event.loop_id == "main":
@@ -257,6 +260,21 @@ class ChatPanel(TailFollowing):
         box.border_title = title
         self._add(box)
         return box
+
+    def add_thinking(self, text: str) -> Widget:
+        """The model's reasoning for the message above, collapsed: there if wanted, never in
+        the way. Bounded like every entry."""
+        from textual.widgets import Collapsible
+
+        shown = text if len(text) <= MAX_THINKING_CHARS else text[:MAX_THINKING_CHARS] + " …"
+        lines = text.count("\n") + 1
+        box = Collapsible(
+            Static(Text(shown, style="dim italic")),
+            title=f"thinking · {lines} line{'s' if lines != 1 else ''}",
+            collapsed=True,
+            classes="thinking",
+        )
+        return self._add(box)
 
     def add_markdown(self, markdown: str) -> Markdown:
         bubble = AssistantBubble(markdown, classes="-system")

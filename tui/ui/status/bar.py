@@ -1,5 +1,11 @@
 """One line at the bottom: provider and model, backend, approvals, spend, what runs, the clock
-of an auto-approve window. Updated only when a value changes."""
+of an auto-approve window. Updated only when a value changes.
+
+Spend reads ``12.3k in (8.0k cached) · 450 out · $0.04 · 31% ctx``: the cached share says
+whether prompt caching works, the cost is left out for a model without a known price, and
+the share of the context window (the last request's prompt over the window) appears only
+once a window is known (``context_window``, set by the app from the loop's context meter).
+"""
 
 from __future__ import annotations
 
@@ -17,7 +23,13 @@ class StatusInfo:
     mode: str = "ask"
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0
+    """Of ``input_tokens``, read from the provider's prompt cache."""
     cost_usd: float | None = None
+    context_tokens: int = 0
+    """The prompt size of the last request, in tokens."""
+    context_window: int | None = None
+    """The model's window; ``None`` hides the percentage."""
     running_tools: int = 0
     working: bool = False
     auto_approve: str = ""
@@ -33,6 +45,11 @@ def _tokens(count: int) -> str:
     if count >= 1000:
         return f"{count / 1000:.1f}k"
     return str(count)
+
+
+def _cost(usd: float) -> str:
+    """Cents matter at the start of a session, dollars later."""
+    return f"${usd:.4f}" if usd < 0.01 else f"${usd:.2f}"
 
 
 def render_status(info: StatusInfo) -> Text:
@@ -57,9 +74,16 @@ def render_status(info: StatusInfo) -> Text:
     text.append("mode ")
     text.append(info.mode, "bold")
     text.append(*sep)
-    text.append(f"{_tokens(info.input_tokens)} in · {_tokens(info.output_tokens)} out")
+    text.append(f"{_tokens(info.input_tokens)} in")
+    if info.cached_tokens:
+        text.append(f" ({_tokens(info.cached_tokens)} cached)", "dim")
+    text.append(f" · {_tokens(info.output_tokens)} out")
     if info.cost_usd is not None:
-        text.append(f" · ${info.cost_usd:.2f}")
+        text.append(f" · {_cost(info.cost_usd)}")
+    if info.context_window and info.context_tokens:
+        share = min(999, round(100 * info.context_tokens / info.context_window))
+        shown = f"{share}%" if share else "<1%"
+        text.append(f" · {shown} ctx", "bold" if share >= 85 else "")
     if info.running_tools:
         text.append(*sep)
         text.append(f"⚙ {info.running_tools} running", "bold")
@@ -116,7 +140,11 @@ if __name__ == "__main__":
                 working=True,
                 running_tools=2,
                 input_tokens=12345,
+                cached_tokens=9000,
                 output_tokens=678,
+                cost_usd=0.0412,
+                context_tokens=40_000,
+                context_window=128_000,
                 auto_approve="9:41",
             )
 
