@@ -45,6 +45,7 @@ from pydantic import (
 )
 
 from tui.agent.hooks import HookCommand
+from tui.agent.subagent_settings import SubAgentSettings
 from tui.errors import AgentTuiError
 from tui.locations import config_dir
 from tui.security.own_environ import process_environ
@@ -369,6 +370,8 @@ class Settings(BaseModel):
     openapi: dict[str, OpenApiSpecSettings] = Field(default_factory=dict)
     """``[openapi.NAME]`` tables; tools appear as ``NAME__operationId``."""
     cron: CronSettings = Field(default_factory=CronSettings)
+    subagents: dict[str, SubAgentSettings] = Field(default_factory=dict)
+    """``[subagents.NAME]`` tables: each sub-agent is offered to the model as a tool ``NAME``."""
     trust: TrustSettings = Field(default_factory=TrustSettings)
 
 
@@ -1035,6 +1038,16 @@ _SECTION_EXTRAS: dict[str, list[str]] = {
         '# tags = ["pet"]',
         '# auth = "bearer"',
         '# token_env = "PETSTORE_TOKEN"',
+    ],
+    "subagents": [
+        "# Example (one table per sub-agent; the model calls it as the tool `reviewer`):",
+        "# [subagents.reviewer]",
+        '# description = "Reviews a diff for bugs and says what it found."',
+        '# system_prompt = "You review code. Read, never write. Answer with a list."',
+        '# tools = ["read_file", "grep_search", "run_shell"]',
+        '# model = "gpt-4.1-mini"',
+        "# max_turns = 10",
+        '# thinking = "low"',
     ],
 }
 

@@ -16,6 +16,7 @@ from tui.agent.execution import ToolPlan
 from tui.agent.hooks import Hooks
 from tui.agent.live_settings import LiveSettings
 from tui.agent.loop import AgentLoop, LoopSettings, TurnOutcome
+from tui.agent.named_subagents import build_named_subagents
 from tui.agent.prompt import build_system_prompt
 from tui.agent.providers.base import Message, Provider, ProviderError
 from tui.agent.providers.factory import make_provider
@@ -63,6 +64,8 @@ class AgentSession:
     warnings: list[str] = field(default_factory=list)
     live: LiveSettings | None = None
     extensions: Extensions | None = None
+    own_providers: list[Provider] = field(default_factory=list)
+    """Providers made for named sub-agents' overrides, closed with the session's."""
 
     async def start_extensions(self) -> None:
         """Start MCP servers and load OpenAPI specs (never raises; problems are notices)."""
@@ -108,6 +111,8 @@ class AgentSession:
             await self.extensions.aclose()
         if self.provider is not None:
             await self.provider.aclose()
+        for own in self.own_providers:
+            await own.aclose()
         tools = [tool for name in self.registry.names() if (tool := self.registry.get(name))]
         if self.live is not None:
             tools += self.live.parked_tools()  # switched off mid-session, maybe after use
@@ -272,7 +277,21 @@ def build_session(
     )
     if settings.tools.enabled("config"):
         registry.register(ConfigTool(live))
+    own_providers: list[Provider] = []
     if loop is not None:
+        named = build_named_subagents(
+            settings.subagents,
+            settings.provider,
+            loop,
+            workspace=workspace,
+            actor=backend.actor,
+            taken=registry.names(),
+        )
+        for tool in named.tools:
+            if settings.tools.enabled(tool.name):  # `[tools] NAME = false` switches it off
+                registry.register(tool)
+        own_providers = named.providers
+        warnings.extend(named.warnings)
         loop.system_prompt = build_system_prompt(
             workspace,
             actor=backend.actor,
@@ -304,6 +323,7 @@ def build_session(
         warnings=warnings,
         live=live,
         extensions=extensions,
+        own_providers=own_providers,
     )
     for warning in warnings:
         bus.publish(Notice(message=warning, level="warning"))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import itertools
 import json
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -56,8 +55,6 @@ from tui.tools.truncation import envelope
 Emit = Callable[[Event], None]
 MessageSink = Callable[[Message], None]
 CompactionSink = Callable[[list[Message]], None]
-
-_child_ids = itertools.count(1)
 
 
 @dataclass
@@ -532,47 +529,6 @@ class AgentLoop:
             info = ToolCallInfo(call.id, call.name, arguments)
         result = await self.registry.execute(call.name, arguments, self._context(call))
         return await self.hooks.run_after_tool(info, result)
-
-    # -- sub-agents --------------------------------------------------------------------------
-
-    async def run_child(
-        self,
-        prompt: str,
-        *,
-        tools: list[str] | None,
-        max_turns: int | None,
-        cancel: asyncio.Event,
-        exclude: tuple[str, ...] = ("agent",),
-    ) -> tuple[TurnOutcome, str]:
-        """Run a sub-agent to its end; its events reach the bus tagged with its own loop id."""
-        child_id = f"{self.loop_id}.child-{next(_child_ids)}"
-        child = AgentLoop(
-            provider=self.provider,
-            registry=self.registry.subset(tools, exclude=exclude),
-            backend=self.backend,
-            policy=self.policy,
-            system_prompt=self.system_prompt,
-            emit=self.emit_event,
-            settings=LoopSettings(
-                max_turns=max_turns or self.settings.subagent_max_turns,
-                plan=self.settings.plan,
-                max_tokens=self.settings.max_tokens,
-                context_window=self.settings.context_window,
-            ),
-            hooks=self.hooks,
-            loop_id=child_id,
-        )
-        watcher = asyncio.ensure_future(_propagate_cancel(cancel, child))
-        try:
-            outcome = await child.submit(prompt)
-        finally:
-            watcher.cancel()
-        return outcome, child_id
-
-
-async def _propagate_cancel(cancel: asyncio.Event, child: AgentLoop) -> None:
-    await cancel.wait()
-    child.cancel()
 
 
 def _widen(into: dict[str, int], usage: UsageReport) -> None:

@@ -191,6 +191,12 @@ _NEUTRAL = {
 }
 """Keys that change how the agent works but not what it may do or where data goes."""
 
+_SUBAGENT_NEUTRAL = frozenset(
+    {"description", "system_prompt", "tools", "model", "max_turns", "thinking", "enabled"}
+)
+"""``[subagents.NAME]`` keys that shape a sub-agent but not where its requests go: its tools
+are a subset of the session's, each call still under the same approvals."""
+
 _SENDS = {("provider",), ("web",), ("openapi",)}
 _RUNS = {("hooks",), ("mcp",), ("tmux",), ("ssh",), ("cron",)}
 
@@ -307,6 +313,16 @@ def _judge(path: tuple[str, ...], value: Any, base: Any) -> tuple[str, Why] | No
         return f"raises the disk kept for command output to {_show(value)} bytes", "loosens"
     if _within(path, _NEUTRAL):
         return None
+    if path[0] == "subagents" and len(path) == 3:
+        if path[2] in _SUBAGENT_NEUTRAL:
+            return None
+        if path[2] == "base_url":
+            return (
+                f"sends your API key and the sub-agent {path[1]}'s prompts to {_show(value)}",
+                "sends",
+            )
+        if path[2] == "provider":
+            return f"switches the sub-agent {path[1]}'s provider to {_show(value)}", "sends"
     if path == ("provider", "base_url"):
         return f"sends your API key and prompts to {_show(value)}", "sends"
     if path == ("provider", "api_key"):

@@ -1,0 +1,74 @@
+"""``[subagents.NAME]``: sub-agents declared in config, each offered to the model as a tool.
+
+A table per sub-agent (rather than ``[[agent.subagents]]``) so that a workspace file's
+sub-agents are reviewed key by key: their prompts, tools and limits are harmless, but a
+``provider`` or ``base_url`` sends the conversation elsewhere and waits for trust
+(``tui.security.trust``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ThinkingLevel = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+
+THINKING_BUDGETS: dict[str, int | None] = {
+    "none": None,
+    "minimal": 1024,
+    "low": 2048,
+    "medium": 8192,
+    "high": 16384,
+    "xhigh": 32768,
+}
+"""Anthropic has a token budget where the OpenAI APIs have an effort level: one level maps to
+both, so a sub-agent's ``thinking`` means the same whichever provider it talks to."""
+
+MAX_TOOL_NAME = 64
+"""Both wire formats accept tool names of ``[A-Za-z0-9_-]`` up to 64 characters."""
+
+
+class SubAgentSettings(BaseModel):
+    """One named sub-agent: a child loop with its own instructions, tools and model."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    description: str = ""
+    """What the model reads to decide when to call it (the tool's description)."""
+    system_prompt: str = ""
+    """Its own instructions, appended to the built-in system prompt in place of
+    ``[agent] system_prompt``."""
+    tools: list[str] | None = None
+    """The tools it may use, a subset of the session's; unset: all of them. Never ``agent``
+    nor another sub-agent: sub-agents do not nest."""
+    model: str | None = None
+    """A model of its own; unset: the session's model (or the provider's default model when
+    ``provider`` differs)."""
+    provider: Literal["openai", "openai-responses", "anthropic"] | None = None
+    """Another provider; its key comes from the environment (ANTHROPIC_API_KEY, ...)."""
+    base_url: str | None = None
+    """Another endpoint for its requests (from a workspace file, this waits for trust)."""
+    max_turns: int | None = Field(default=None, ge=1, le=200)
+    """Model requests it may make per call; unset: ``[agent] subagent_max_turns``."""
+    thinking: ThinkingLevel | None = None
+    """How hard it thinks: the OpenAI reasoning effort, or an Anthropic thinking budget."""
+    enabled: bool = True
+
+    @property
+    def overrides_provider(self) -> bool:
+        """Whether it needs a provider of its own rather than the session's."""
+        return any(
+            value is not None for value in (self.model, self.provider, self.base_url, self.thinking)
+        )
+
+
+def subagent_tool_name(name: str, taken: set[str] | frozenset[str] = frozenset()) -> str | None:
+    """The tool name a sub-agent is offered under: its name in the characters models accept,
+    at most 64 long; None when empty after that or already taken (it never shadows a tool)."""
+    cleaned = re.sub(r"_{2,}", "_", re.sub(r"[^A-Za-z0-9_-]+", "_", name)).strip("_")
+    cleaned = cleaned[:MAX_TOOL_NAME]
+    if not cleaned or cleaned in taken:
+        return None
+    return cleaned
