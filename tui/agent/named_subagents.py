@@ -47,9 +47,10 @@ def child_provider(parent: ProviderSettings, sub: SubAgentSettings) -> Provider 
     anthropic = name == "anthropic"
     thinking = sub.thinking
     key = parent.api_key.get_secret_value() if same and parent.api_key else None
+    inherited_model = parent.model if same else None
     return make_provider(
         name,
-        sub.model or (parent.model or default_model(name) if same else default_model(name)),
+        sub.model or inherited_model or default_model(name),
         api_key=key,
         base_url=sub.base_url or (parent.base_url if same else None),
         stream=parent.stream,
