@@ -51,9 +51,9 @@ from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.policy import SecurityPolicy
 from tui.tools.base import Tool, ToolAccess
 from tui.tools.context import ToolContext
+from tui.tools.loops import LoopMemory
 from tui.tools.mcp import McpManager
 from tui.tools.openapi import build_openapi_tools
-from tui.tools.loops import LoopMemory
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult
 from tui.tools.schema_tool import RawParams, SchemaTool

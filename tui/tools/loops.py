@@ -5,7 +5,7 @@ Two patterns, beside the identical-failure suppression in ``failures``:
 - **ping-pong**: the same two calls (tool and arguments) alternating, A B A B …, each
   returning the same result as the last time, for ``ping_pong_cycles`` cycles;
 - **no progress**: the same call returning the same successful output
-  ``no_progress_repeats`` times (other calls may come between: a loop can be interleaved).
+  ``no_progress_repeats`` times in a row.
 
 Both escalate as ZeroClaw's detector does, warn then block: the call that completes a
 pattern runs and its result carries a note telling the model what to do instead; the next
@@ -31,10 +31,6 @@ DEFAULT_PING_PONG_CYCLES = 4
 
 DEFAULT_NO_PROGRESS_REPEATS = 3
 """Identical successful outputs of one call before the model is told (ZeroClaw: 3)."""
-
-NO_PROGRESS_WINDOW = 20
-"""Calls within which a repeat still counts: one call made again much later is a re-check,
-not a loop."""
 
 Key = tuple[str, str]
 """``(tool name, canonical arguments JSON)``, as ``FailureMemory`` keys a call."""
@@ -70,9 +66,9 @@ class _Entry:
 
 @dataclass
 class _Streak:
+    key: Key
     outcome: str
     count: int
-    last_seen: int
 
 
 class LoopMemory:
@@ -92,8 +88,8 @@ class LoopMemory:
         self.ping_pong_cycles = max(0, ping_pong_cycles)
         self.no_progress_repeats = max(0, no_progress_repeats)
         self._history: deque[_Entry] = deque(maxlen=max(2 * self.ping_pong_cycles + 2, 8))
-        self._streaks: dict[Key, _Streak] = {}
-        self._seen = 0
+        self._streak: _Streak | None = None
+        """The call made last, while it keeps returning the same successful output."""
 
     def copy_settings(self) -> LoopMemory:
         """A fresh memory with the same thresholds (a sub-agent's)."""
@@ -112,13 +108,12 @@ class LoopMemory:
                 f"results each time. {_PING_PONG_ADVICE}",
                 "ping_pong",
             )
-        streak = self._streaks.get(key)
+        streak = self._streak
         if (
             self.no_progress_repeats
             and streak is not None
+            and streak.key == key
             and streak.count >= self.no_progress_repeats
-            and self._history
-            and self._history[-1].key == key
         ):
             raise LoopDetected(
                 f"this exact {key[0]} call was not run: it returned the same output the last "
@@ -131,9 +126,12 @@ class LoopMemory:
 
     def record(self, key: Key, result: ToolResult) -> LoopWarning | None:
         """Remember a call that ran; a warning when it completed a loop."""
-        self._seen += 1
+        text = result.text
+        spilled = result.details.get("full_output_path")
+        if isinstance(spilled, str) and spilled:  # named after the call: differs every time
+            text = text.replace(spilled, "")
         digest = hashlib.sha256(
-            f"{int(result.is_error)}\0{result.text}".encode("utf-8", "surrogatepass")
+            f"{int(result.is_error)}\0{text}".encode("utf-8", "surrogatepass")
         ).hexdigest()
         self._history.append(_Entry(key, digest))
         repeats = self._count_repeat(key, digest, result.is_error)
@@ -159,24 +157,17 @@ class LoopMemory:
         return None
 
     def _count_repeat(self, key: Key, digest: str, is_error: bool) -> int:
+        """Runs of this call in a row with this same successful output. Only in a row: a
+        ``sleep`` between looks at something that moves repeats itself, but is no loop (and
+        two unchanged calls taking turns are the ping-pong detector's)."""
+        streak = self._streak
         if is_error:  # failures are ``FailureMemory``'s to count
-            self._streaks.pop(key, None)
+            self._streak = None
             return 0
-        streak = self._streaks.get(key)
-        if (
-            streak is not None
-            and streak.outcome == digest
-            and self._seen - streak.last_seen <= NO_PROGRESS_WINDOW
-        ):
+        if streak is not None and streak.key == key and streak.outcome == digest:
             streak.count += 1
-            streak.last_seen = self._seen
         else:
-            streak = self._streaks[key] = _Streak(digest, 1, self._seen)
-        if len(self._streaks) > 4 * NO_PROGRESS_WINDOW:  # forget calls long out of the window
-            for old in [
-                k for k, s in self._streaks.items() if self._seen - s.last_seen > NO_PROGRESS_WINDOW
-            ]:
-                del self._streaks[old]
+            streak = self._streak = _Streak(key, digest, 1)
         return streak.count
 
     def _ping_pong(self) -> int | None:
