@@ -51,6 +51,7 @@ from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.policy import SecurityPolicy
 from tui.tools.base import Tool, ToolAccess
 from tui.tools.context import ToolContext
+from tui.tools.loops import LoopMemory
 from tui.tools.mcp import McpManager
 from tui.tools.openapi import build_openapi_tools
 from tui.tools.registry import ToolRegistry
@@ -247,7 +248,7 @@ async def openapi_calls(wiring: Wiring, calls: int) -> None:
         url = f"{base}/pets/{pet['id']}"
         settings = OpenApiSpecSettings(spec=str(PETSTORE_SPEC), base_url=base)
         tools = await build_openapi_tools("pet", settings, base_dir=PETSTORE_SPEC.parent, env={})
-        registry = ToolRegistry(tools)
+        registry = ToolRegistry(tools, loops=LoopMemory(0, 0))  # one call, on purpose
         tool = registry.get(PET_TOOL)
         if tool is None:
             raise SystemExit(f"{PET_TOOL} not built; got {registry.names()}")
@@ -370,7 +371,7 @@ def service_tools(count: int) -> list[Tool[Any]]:
 
 
 async def tool_search(wiring: Wiring, deferred: int, searches: int) -> None:
-    registry = ToolRegistry()
+    registry = ToolRegistry(loops=LoopMemory(0, 0))  # repeats one call on purpose
     for tool in service_tools(deferred):
         registry.register(tool, deferred=True)
     registry.register(ServiceTool("noop", "Does nothing; the dispatch floor."))

@@ -26,6 +26,7 @@ from tui.security.permissions import ApprovalMode
 from tui.security.policy import SecurityPolicy
 from tui.tools.builtin import builtin_tools
 from tui.tools.context import ToolContext
+from tui.tools.loops import LoopMemory
 from tui.tools.registry import ToolRegistry
 
 SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
@@ -57,7 +58,8 @@ async def tool_call(registry: ToolRegistry, ctx: ToolContext) -> float:
 async def main(calls: int, rounds: int) -> None:
     workspace = Path(tempfile.mkdtemp(prefix="agent-tui-bench-"))
     policy = SecurityPolicy(workspace, approval_mode=ApprovalMode.FULL_AUTO)
-    registry = ToolRegistry(builtin_tools())
+    # The same call a few hundred times on purpose: the loop detectors would stop it.
+    registry = ToolRegistry(builtin_tools(), loops=LoopMemory(0, 0))
     backend = LocalBackend(default_cwd=str(workspace))
     ctx = ToolContext("bench", "run_shell", backend, policy)
     for _ in range(10):  # warm caches, imports, the parser

@@ -46,15 +46,19 @@ def shell_step(index: int, command: str) -> dict[str, Any]:
 
 
 def true_script(calls: int) -> list[dict[str, Any]]:
-    return [*(shell_step(i, "true") for i in range(calls)), {"text": "all done"}]
+    # Each call its own command: the same one repeated is a loop the detectors stop.
+    return [*(shell_step(i, f"true # {i}") for i in range(calls)), {"text": "all done"}]
 
 
 def parallel_script(turns: int, width: int) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
     for turn in range(turns):
-        arguments = json.dumps({"command": "sleep 1"})
         calls = [
-            {"id": f"call_{turn}_{i}", "name": "run_shell", "arguments": arguments}
+            {
+                "id": f"call_{turn}_{i}",
+                "name": "run_shell",
+                "arguments": json.dumps({"command": f"sleep 1 # {turn}.{i}"}),
+            }
             for i in range(width)
         ]
         steps.append({"tool_calls": calls})
@@ -72,7 +76,7 @@ async def baseline(server: ScriptedServer, calls: int) -> float:
     final empty chunk instead costs ~40 ms here: the scripted server leaves Nagle on, so that
     last tiny write waits for the client's delayed ACK.)
     """
-    server.add(*(shell_step(i, "true") for i in range(calls)))
+    server.add(*(shell_step(i, f"true # {i}") for i in range(calls)))
     body = {
         "model": "bench",
         "messages": [{"role": "user", "content": "go"}],

@@ -13,13 +13,14 @@ from hypothesis import strategies as st
 from pydantic import Field
 
 from tests.conftest import Harness, make_harness
-from tui.events import ToolCallCompleted, ToolCallStarted
+from tui.events import Notice, ToolCallCompleted, ToolCallStarted
 from tui.security.permissions import ApprovalMode
 from tui.security.settings import SecuritySettings
 from tui.tools.base import Tool, ToolParams, missing_description_sections
 from tui.tools.builtin import builtin_tools
 from tui.tools.context import ToolContext
 from tui.tools.errors import ExecutionFailed
+from tui.tools.loops import LoopMemory
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult
 
@@ -227,3 +228,59 @@ async def test_random_arguments_never_raise(workspace: Path, name: str, raw: str
     result = await h.call(name, raw)
     assert isinstance(result, ToolResult)
     assert isinstance(result.text, str)
+
+
+# -- loop detection on the real dispatch path ---------------------------------------------------
+
+
+def runs_logged(harness: Harness) -> int:
+    log = harness.workspace / "runs.log"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+async def test_no_progress_call_is_noted_then_not_run(harness: Harness) -> None:
+    (harness.workspace / "state.txt").write_text("waiting\n" * 3000)  # over the head cap
+    # The output never changes; the log says how often the command really ran.
+    poll = {"command": "echo ran >> runs.log; cat state.txt"}
+    first, second, third = [await harness.call("run_shell", poll) for _ in range(3)]
+    assert "loop detected" not in first.text + second.text
+    assert "returned the same output 3 times" in third.text and not third.is_error
+    assert third.text.rstrip().endswith("take a different approach.]")  # after the cut
+    assert third.details["loop"] == "no_progress"
+    harness.events.clear()
+    fourth = await harness.call("run_shell", poll)
+    assert fourth.is_error and fourth.text.startswith("Error (LoopDetected)")
+    assert "was not run" in fourth.text and runs_logged(harness) == 3
+    assert "tool_call_started" not in harness.kinds()  # nothing to approve, nothing ran
+    notices = [e for e in harness.events if isinstance(e, Notice)]
+    assert notices and "not run" in notices[0].message and notices[0].level == "warning"
+    # Anything else lifts the block, and a refusal is not a failure the call is held to.
+    assert not (await harness.call("time", {})).is_error
+    fifth = await harness.call("run_shell", poll)
+    assert not fifth.is_error and runs_logged(harness) == 4
+
+
+async def test_ping_pong_is_noted_then_the_next_call_is_not_run(harness: Harness) -> None:
+    harness.registry.loops = LoopMemory(ping_pong_cycles=2, no_progress_repeats=0)
+    (harness.workspace / "state.txt").write_text("not ready\n")
+    ping = {"command": "echo ran >> runs.log; echo checked"}
+    look = {"path": "state.txt"}
+    assert "loop" not in (await harness.call("run_shell", ping)).text
+    assert "loop" not in (await harness.call("read_file", look)).text
+    assert "loop" not in (await harness.call("run_shell", ping)).text
+    harness.events.clear()
+    noted = await harness.call("read_file", look)
+    assert "run_shell and read_file have alternated 2 times" in noted.text
+    assert any(isinstance(e, Notice) and "alternated 2 times" in e.message for e in harness.events)
+    blocked = await harness.call("run_shell", ping)
+    assert blocked.is_error and "LoopDetected" in blocked.text and runs_logged(harness) == 2
+
+
+async def test_polling_with_changing_output_runs_every_time(harness: Harness) -> None:
+    """sleep, then look at something that moved: every call runs, no note, no notice."""
+    for _ in range(8):
+        assert not (await harness.call("run_shell", {"command": "sleep 0.01"})).is_error
+        look = await harness.call("run_shell", {"command": "echo ran >> runs.log; date +%s%N"})
+        assert "loop" not in look.text and not look.is_error
+    assert runs_logged(harness) == 8
+    assert not [e for e in harness.events if isinstance(e, Notice)]

@@ -62,6 +62,7 @@ from tui.security.trust import (
     review_mcp_file,
     workspace_files,
 )
+from tui.tools.loops import DEFAULT_NO_PROGRESS_REPEATS, DEFAULT_PING_PONG_CYCLES
 from tui.tools.spill import DEFAULT_DISK_CAP
 
 ENV_PREFIX = "AGENT_TUI_"
@@ -151,6 +152,13 @@ class AgentSettings(BaseModel):
     defer_tools_above: int = Field(default=40, ge=0)
     """When MCP and OpenAPI add more tools than this in all, theirs are not sent to the model
     up front: ``tool_search`` finds and activates them between turns. 0 never defers."""
+    loop_ping_pong_cycles: int = Field(default=DEFAULT_PING_PONG_CYCLES, ge=0)
+    """The same two calls alternating with unchanged results this many times (A B A B … :
+    cycles of A B) get a note telling the model to change course, and the next call that
+    would go on alternating is not run. 0 turns the detector off."""
+    loop_no_progress_repeats: int = Field(default=DEFAULT_NO_PROGRESS_REPEATS, ge=0)
+    """The same call returning the same successful output this many times gets the same
+    note, and repeating it straight away again is not run. 0 turns the detector off."""
     output_disk_cap: int = Field(default=DEFAULT_DISK_CAP, ge=0)
     """Bytes of one command's output saved to disk (the full-output file the model may page
     through, and each tool block's stream for the pager). Past it nothing more is saved, and

@@ -35,6 +35,7 @@ from tui.security.policy import SecurityPolicy
 from tui.tools.base import Tool
 from tui.tools.builtin import builtin_tools
 from tui.tools.config_tool import ConfigTool
+from tui.tools.loops import LoopMemory
 from tui.tools.registry import ToolRegistry
 from tui.tools.structured_output import StructuredOutputTool, load_json_schema
 from tui.tools.truncation import envelope
@@ -228,7 +229,11 @@ def build_session(
     )
     backend = backend or LocalBackend(default_cwd=str(workspace))
     policy.follow_shell(backend.shell_cwd)
-    registry = ToolRegistry()
+    registry = ToolRegistry(
+        loops=LoopMemory(
+            settings.agent.loop_ping_pong_cycles, settings.agent.loop_no_progress_repeats
+        )
+    )
     extensions = Extensions(
         loaded, workspace, registry, bus.publish, env=policy.command_env(), local=local_paths
     )

@@ -17,13 +17,14 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from tui.events import ToolCallCompleted, ToolCallStarted
+from tui.events import Notice, ToolCallCompleted, ToolCallStarted
 from tui.safe_text import clean, clean_json_text, clean_value, excerpt, loads_strict
 from tui.security.policy import CallInfo, SecurityPolicy, Verdict
 from tui.tools.base import Tool, ToolParams
 from tui.tools.context import ToolContext
 from tui.tools.errors import Cancelled, InvalidArguments, NotFound, ToolError
 from tui.tools.failures import FailureMemory
+from tui.tools.loops import LoopDetected, LoopMemory, LoopWarning, with_note
 from tui.tools.result import ToolResult
 from tui.tools.truncation import truncate
 
@@ -37,11 +38,13 @@ DefinitionFormat = Literal["openai", "anthropic"]
 
 
 class ToolRegistry:
-    def __init__(self, tools: Iterable[Tool[Any]] = ()) -> None:
+    def __init__(self, tools: Iterable[Tool[Any]] = (), *, loops: LoopMemory | None = None) -> None:
         self._tools: dict[str, Tool[Any]] = {}
         self._deferred: set[str] = set()
         """Registered but not sent to the model until ``tool_search`` activates them."""
         self.failures = FailureMemory()
+        self.loops = loops or LoopMemory()
+        """Ping-pong and no-progress detection (``[agent] loop_*`` thresholds)."""
         for tool in tools:
             self.register(tool)
 
@@ -89,10 +92,11 @@ class ToolRegistry:
     def subset(
         self, names: Iterable[str] | None = None, *, exclude: Iterable[str] = ()
     ) -> ToolRegistry:
-        """A registry sharing these tool objects (a sub-agent's), with its own failure memory."""
+        """A registry sharing these tool objects (a sub-agent's), with its own failure and
+        loop memory (the same loop thresholds)."""
         wanted = set(self._tools) if names is None else set(names)
         skip = set(exclude)
-        subset = ToolRegistry()
+        subset = ToolRegistry(loops=self.loops.copy_settings())
         for name, tool in self._tools.items():
             if name in wanted and name not in skip:
                 subset.register(tool, deferred=name in self._deferred and names is None)
@@ -214,12 +218,17 @@ class ToolRegistry:
         key = (name, raw_arguments if isinstance(raw_arguments, str) else "")
         result: ToolResult
         tool: Tool[Any] | None = None
+        blocked: LoopDetected | None = None
         try:
             tool = self.lookup(name)
             params = self.parse_arguments(tool, raw_arguments)
             key = (name, params.model_dump_json())
             self.failures.check(key)
+            self.loops.check(key)
             result = await self._authorized_run(tool, params, ctx, waited)
+        except LoopDetected as error:
+            blocked = error
+            result = ToolResult.error(error.kind, error.msg, loop=error.loop)
         except ToolError as error:
             result = ToolResult.error(error.kind, error.msg)
         except Exception as error:  # a tool bug must not end the loop
@@ -228,10 +237,22 @@ class ToolRegistry:
                 f"{excerpt(name, 80)} crashed: {type(error).__name__}: {excerpt(str(error), 500)}",
             )
         result = _cleaned(result)
-        if result.is_error:
-            self.failures.record_failure(key, result.text)
+        warning: LoopWarning | None = None
+        if blocked is not None:  # not run: neither a failure nor a repeat of the call
+            what = "ping-pong" if blocked.loop == "ping_pong" else "no-progress"
+            ctx.on_update(
+                _loop_notice(
+                    ctx,
+                    f"loop detected: {excerpt(name, 80)} was not run; it would continue a "
+                    f"{what} loop the model was already told of",
+                )
+            )
         else:
-            self.failures.record_success(name)
+            if result.is_error:
+                self.failures.record_failure(key, result.text)
+            else:
+                self.failures.record_success(name)
+            warning = self.loops.record(key, result)
         if tool is not None:
             try:
                 result = await self._bounded(tool, result, ctx)
@@ -239,6 +260,10 @@ class ToolRegistry:
                 result = ToolResult.error(
                     "ExecutionFailed", f"its output could not be bounded: {excerpt(str(error))}"
                 )
+        if warning is not None:  # after bounding, so a kept head cannot cut the note off
+            result = with_note(result, warning.note)
+            result.details = dict(result.details, loop=warning.loop)
+            ctx.on_update(_loop_notice(ctx, warning.notice))
         # The time a person took to answer is not the call's: it is reported apart.
         approval_wait_ms = sum(waited) * 1000
         duration_ms = (time.perf_counter() - started) * 1000 - approval_wait_ms
@@ -349,6 +374,11 @@ class ToolRegistry:
         if cut.full_output_path:
             details["full_output_path"] = cut.full_output_path
         return ToolResult(cut.text, details, result.is_error, result.child_loop_id)
+
+
+def _loop_notice(ctx: ToolContext, message: str) -> Notice:
+    """What the person sees when a loop detector speaks to the model."""
+    return Notice(message=message, level="warning", loop_id=ctx.loop_id)
 
 
 def _cleaned(result: ToolResult) -> ToolResult:
