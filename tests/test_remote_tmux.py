@@ -250,6 +250,17 @@ async def test_commands_exit_codes_and_multi_line_output(host: Host, make_tmux: 
     assert where.stdout == f"{host.home}\n"  # the host's own account, not this machine's
 
 
+async def test_the_hosts_own_default_shell_is_set_up(host: Host, make_tmux: MakeTmux) -> None:
+    """As the app starts it: no shell named, so tmux runs the account's login shell with its
+    own rc files (bash with a distribution .bashrc over SSH, dash as root's sh in the
+    container)."""
+    backend = make_tmux(shell=None)
+    ok = await backend.run("echo $((6 * 7)); sh -c 'exit 3'", timeout=DEADLINE)
+    assert (ok.exit_code, ok.stdout, ok.cwd) == (3, "42\n", host.workspace)
+    again = await backend.run("cd / && echo moved", timeout=DEADLINE)
+    assert (again.exit_code, again.stdout, again.cwd) == (0, "moved\n", "/")
+
+
 async def test_run_shell_through_the_registry(host: Host, harness: Harness) -> None:
     result = await harness.call("run_shell", {"command": "echo out; echo err >&2; false"})
     assert not result.is_error, result.text
