@@ -24,7 +24,7 @@ from typing import Any
 
 from tui.exec.backend import ExecutionBackend
 from tui.exec.local import LocalBackend
-from tui.exec.tmux.control import ControlClient, TmuxCommandError, quote
+from tui.exec.tmux.control import ControlClient, ControlClosed, TmuxCommandError, quote
 from tui.exec.tmux.libtmux_loader import load_libtmux
 from tui.exec.tmux.naming import fresh_session_name
 from tui.exec.tmux.sessions import OWNER_OPTION
@@ -60,8 +60,13 @@ class Place:
         return isinstance(self.host, LocalBackend)
 
     def argv(self, *args: str) -> list[str]:
-        """A ``tmux`` command line on the socket, never nested in the person's own tmux."""
-        argv = ["env", "-u", "TMUX", "-u", "TMUX_PANE", "tmux", "-L", self.socket_name]
+        """A ``tmux`` command line on the socket, never nested in the person's own tmux.
+
+        ``-u``: a client that does not believe its locale is UTF-8 (an SSH login or a container
+        exec with no ``LANG``) gets every reply sanitised, tabs and non-ASCII turned into
+        ``_``, which breaks the tab-separated formats read here and mangles workspace paths.
+        """
+        argv = ["env", "-u", "TMUX", "-u", "TMUX_PANE", "tmux", "-u", "-L", self.socket_name]
         if self.config:
             argv += ["-f", self.config]
         return [*argv, *args]
@@ -236,19 +241,29 @@ async def kill_sessions(
     *,
     client: ControlClient | None = None,
 ) -> None:
-    """Kill ``names`` (already known to be ours): libtmux here, the control client elsewhere."""
+    """Kill ``names`` (already known to be ours): libtmux here, the control client elsewhere.
+
+    Through the client, last first: the first is the instance's own session, the one the
+    client is attached to, and killing it ends the client. Whatever the client could not
+    reach (it closed under us) goes through the tmux command line on the host.
+    """
     if not names:
         return
     if place.local:
         await asyncio.to_thread(_kill_local, place, list(names))
-    elif client is not None and client.is_open:
-        for name in names:
+        return
+    left = list(names)
+    if client is not None and client.is_open:
+        while left:
             try:
-                await client.command(f"kill-session -t {quote(f'={name}')}")
+                await client.command(f"kill-session -t {quote(f'={left[-1]}')}")
             except (TmuxCommandError, ValueError):
                 pass  # gone already
-    else:
-        script = "; ".join(shlex.join(place.argv("kill-session", "-t", f"={n}")) for n in names)
+            except ControlClosed:
+                break
+            left.pop()
+    if left:
+        script = "; ".join(shlex.join(place.argv("kill-session", "-t", f"={n}")) for n in left)
         await place.host.run(script + " 2>/dev/null; true", timeout=30)
 
 
