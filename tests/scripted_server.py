@@ -33,8 +33,10 @@ marker) and ``delay_between_events`` (seconds).
 
 A window (``ScriptedServer(window_tokens=N)``): a request whose body is over ``N`` tokens (body
 bytes / 4) is refused, without consuming a step, with the context-length error a real server
-sends (``window_error``: ``auto`` is the endpoint's own API; also ``vllm``, ``llamacpp`` and
-``ollama``; see ``context_error``), and answers report that count as their prompt usage.
+sends (``window_error``: ``auto`` is the endpoint's own API; also ``responses`` (its 400),
+``vllm``, ``llamacpp`` and ``ollama``; see ``context_error``), and answers report that count as
+their prompt usage. The Responses API refuses a streamed request in its stream, with a
+``response.failed`` event (``error.code = "context_length_exceeded"``), as OpenAI does.
 ``summary_text``: a request without tools (a compaction's summary request) gets this text,
 also without consuming a step; ``summary_requests`` counts them.
 
@@ -63,7 +65,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from tests.scripted_responses import response_object, responses_error_event, responses_events
+from tests.scripted_responses import (
+    response_object,
+    responses_error_event,
+    responses_events,
+    responses_failed_events,
+)
 from tests.scripted_windows import context_error
 
 Step = dict[str, Any]
@@ -455,7 +462,7 @@ class _Handler(BaseHTTPRequestHandler):
         window = scripted.window_tokens
         if window is not None and tokens > window:
             scripted.note_rejected()
-            self._send_json(400, context_error(scripted.window_error, api, tokens, window))
+            self._refuse(api, request, tokens, window)
             return
         if scripted.summary_text is not None and not request.get("tools"):
             step: Step = {"text": scripted.summary_text}
@@ -472,6 +479,23 @@ class _Handler(BaseHTTPRequestHandler):
         except (_ClientGone, BrokenPipeError, ConnectionResetError):
             scripted.note_disconnect()
             self.close_connection = True
+
+    def _refuse(self, api: str, request: dict[str, Any], tokens: int, window: int) -> None:
+        """Too long for the window: the endpoint's own error. The Responses API refuses a
+        streamed request inside the stream (``response.failed``), anything else with a 400."""
+        style = self.server.scripted.window_error
+        if api == "responses" and style == "auto" and request.get("stream") is True:
+            error = context_error("responses", api, tokens, window)["error"]
+            events = responses_failed_events(
+                {"code": error["code"], "message": error["message"]},
+                model=str(request.get("model") or "scripted-model"),
+                response_id=self.server.scripted.new_id("resp_scripted"),
+                request=request,
+                sse=_sse,
+            )
+            self._send_stream(events, "text/event-stream; charset=utf-8")
+            return
+        self._send_json(400, context_error(style, api, tokens, window))
 
     # -- steps ----------------------------------------------------------------------------
 

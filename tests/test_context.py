@@ -93,7 +93,7 @@ def test_each_servers_context_error_is_recognised_with_its_limit(style: str) -> 
     message = "server said so"  # the real message is read from the body too
     error = classify(400, body, message)
     assert error is not None
-    assert error.limit == (None if style == "ollama" else 8_192)
+    assert error.limit == (None if style in ("ollama", "responses") else 8_192)
 
 
 def test_a_token_rate_limit_is_not_a_full_window() -> None:

@@ -7,7 +7,9 @@ from collections.abc import Iterator
 import pytest
 
 from tests.scripted_server import ScriptedServer
+from tests.scripted_windows import RESPONSES_TOO_LONG
 from tui.agent.providers.base import Completed, Message, ProviderError, ProviderEvent
+from tui.agent.providers.context_errors import ContextLengthExceeded
 from tui.agent.providers.responses import ResponsesProvider
 
 pytestmark = pytest.mark.timeout(30)
@@ -83,3 +85,25 @@ async def test_a_stream_cut_before_completion_is_interrupted(
     with pytest.raises(ProviderError) as caught:
         await run(server)
     assert "stream" in caught.value.msg.lower()
+
+
+@pytest.mark.parametrize(
+    ("stream", "style", "answer"),
+    [
+        (True, "auto", "response.failed"),  # what the API does with a streamed request
+        (True, "responses", "400"),
+        (False, "auto", "400"),
+    ],
+)
+async def test_a_full_window_is_a_context_length_error(
+    stream: bool, style: str, answer: str
+) -> None:
+    """Either way OpenAI says it, the loop gets ``ContextLengthExceeded``, not a failed turn,
+    and the request is not retried as it is (it cannot fit)."""
+    with ScriptedServer(window_tokens=10, window_error=style) as server:
+        with pytest.raises(ContextLengthExceeded) as caught:
+            await run(server, stream=stream)
+        assert len(server.requests) == 1 and server.rejected == 1
+    assert RESPONSES_TOO_LONG in caught.value.msg
+    assert caught.value.limit is None  # the API states none: the loop shrinks its own guess
+    assert caught.value.status == (None if answer == "response.failed" else 400)
