@@ -461,7 +461,6 @@ class _Handler(BaseHTTPRequestHandler):
         tokens = len(raw) // 4
         window = scripted.window_tokens
         if window is not None and tokens > window:
-            scripted.note_rejected()
             self._refuse(api, request, tokens, window)
             return
         if scripted.summary_text is not None and not request.get("tools"):
@@ -484,7 +483,9 @@ class _Handler(BaseHTTPRequestHandler):
         """Too long for the window: the endpoint's own error. The Responses API refuses a
         streamed request inside the stream (``response.failed``), anything else with a 400."""
         style = self.server.scripted.window_error
-        if api == "responses" and style == "auto" and request.get("stream") is True:
+        streamed = api == "responses" and style == "auto" and request.get("stream") is True
+        self.server.scripted.note_rejected("response.failed" if streamed else "400")
+        if streamed:
             error = context_error("responses", api, tokens, window)["error"]
             events = responses_failed_events(
                 {"code": error["code"], "message": error["message"]},
@@ -698,6 +699,8 @@ class ScriptedServer:
         """False keeps only each body's size and whether it had tools (long benchmarks)."""
         self.rejected = 0
         """Requests refused as over the window."""
+        self.refusals: list[str] = []
+        """How each was refused: ``400``, or ``response.failed`` inside a 200 stream."""
         self.summary_requests = 0
         self._lock = threading.Condition()
         self._ids = itertools.count(1)
@@ -762,9 +765,10 @@ class ScriptedServer:
                     log.write(json.dumps(asdict(request)) + "\n")
             self._lock.notify_all()
 
-    def note_rejected(self) -> None:
+    def note_rejected(self, how: str) -> None:
         with self._lock:
             self.rejected += 1
+            self.refusals.append(how)
 
     def note_summary(self) -> None:
         with self._lock:
