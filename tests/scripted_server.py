@@ -65,13 +65,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from tests.scripted_responses import (
-    response_object,
-    responses_error_event,
-    responses_events,
-    responses_failed_events,
-)
-from tests.scripted_windows import context_error
+from tests.scripted_responses import response_object, responses_error_event, responses_events
+from tests.scripted_windows import refusal
 
 Step = dict[str, Any]
 
@@ -480,23 +475,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _refuse(self, api: str, request: dict[str, Any], tokens: int, window: int) -> None:
-        """Too long for the window: the endpoint's own error. The Responses API refuses a
-        streamed request inside the stream (``response.failed``), anything else with a 400."""
-        style = self.server.scripted.window_error
-        streamed = api == "responses" and style == "auto" and request.get("stream") is True
-        self.server.scripted.note_rejected("response.failed" if streamed else "400")
-        if streamed:
-            error = context_error("responses", api, tokens, window)["error"]
-            events = responses_failed_events(
-                {"code": error["code"], "message": error["message"]},
-                model=str(request.get("model") or "scripted-model"),
-                response_id=self.server.scripted.new_id("resp_scripted"),
-                request=request,
-                sse=_sse,
-            )
-            self._send_stream(events, "text/event-stream; charset=utf-8")
-            return
-        self._send_json(400, context_error(style, api, tokens, window))
+        scripted = self.server.scripted
+        how, answer = refusal(
+            scripted.window_error, api, request, tokens, window, new_id=scripted.new_id, sse=_sse
+        )
+        scripted.note_rejected(how)
+        if isinstance(answer, list):
+            self._send_stream(answer, "text/event-stream; charset=utf-8")
+        else:
+            self._send_json(400, answer)
 
     # -- steps ----------------------------------------------------------------------------
 

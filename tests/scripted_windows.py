@@ -6,7 +6,10 @@ byte for byte as the servers write it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+from tests.scripted_responses import responses_failed_events
 
 STYLES = ("openai", "anthropic", "responses", "vllm", "llamacpp", "ollama")
 
@@ -75,3 +78,29 @@ def context_error(style: str, api: str, tokens: int, window: int) -> dict[str, A
             "code": "context_length_exceeded",
         }
     }
+
+
+def refusal(
+    style: str,
+    api: str,
+    request: dict[str, Any],
+    tokens: int,
+    window: int,
+    *,
+    new_id: Callable[[str], str],
+    sse: Callable[..., bytes],
+) -> tuple[str, dict[str, Any] | list[bytes]]:
+    """How the server says "too long": ``("400", body)``, or, for a streamed request to the
+    Responses API, ``("response.failed", events)``: a 200 stream that fails, as OpenAI sends
+    it (see ``responses_failed_events``)."""
+    if not (api == "responses" and style == "auto" and request.get("stream") is True):
+        return "400", context_error(style, api, tokens, window)
+    error = context_error("responses", api, tokens, window)["error"]
+    events = responses_failed_events(
+        {"code": error["code"], "message": error["message"]},
+        model=str(request.get("model") or "scripted-model"),
+        response_id=new_id("resp_scripted"),
+        request=request,
+        sse=sse,
+    )
+    return "response.failed", events
