@@ -48,7 +48,6 @@ from tui.tools.truncation import envelope
 
 Api = Literal["openai", "anthropic", "openai-responses"]
 RESPONSES = "openai-responses"
-both_apis = pytest.mark.parametrize("api", ["openai", "anthropic"])
 every_api = pytest.mark.parametrize("api", ["openai", "anthropic", RESPONSES])
 SUMMARY = "The agent ran numbered steps that each append a line to steps.log."
 OUTPUT_CHARS = 4_500
@@ -225,7 +224,7 @@ async def test_three_hundred_steps_compact_many_times_and_each_runs_once(
     assert saved.compactions == len(compactions)
 
 
-@both_apis
+@every_api
 async def test_no_turn_cap_unless_asked(api: Api, workspace: Path) -> None:
     with windowed(200_000) as server:
         server.add(*(step(n, chars=10) for n in range(1, 61)), answer("sixty"))
@@ -386,7 +385,7 @@ def test_headless_runs_past_fifty_turns_with_no_cap_set(
     assert steps_run(cli.workspace) == [f"step-{n}" for n in range(1, 56)]
 
 
-@both_apis
+@every_api
 async def test_cancel_stops_a_compaction_and_the_session_goes_on(api: Api, workspace: Path) -> None:
     with ScriptedServer() as server:  # no summary_text: the summary request gets the hang step
         server.add(*(step(n, chars=10) for n in range(1, 5)), answer("four"))
