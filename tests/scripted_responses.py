@@ -196,3 +196,36 @@ def responses_error_event(error: dict[str, Any]) -> dict[str, Any]:
         "param": None,
         "sequence_number": 0,
     }
+
+
+def responses_failed_events(
+    error: dict[str, Any],
+    *,
+    model: str,
+    response_id: str,
+    request: dict[str, Any],
+    sse: Any,
+) -> list[bytes]:
+    """A streamed request the API refuses after accepting it: ``response.created``, then
+    ``response.failed`` whose ``response.error`` (``code``, ``message``) says why, in a 200
+    stream. This is how the API ends a streamed request whose input is too long: Codex CLI
+    reads ``response.failed`` with ``error.code == "context_length_exceeded"`` as a full
+    window (openai/codex ``codex-rs/codex-api/src/sse/responses.rs``,
+    ``is_context_window_error``) and met it with an API key as "stream disconnected before
+    completion: Your input exceeds the context window of this model…" (openai/codex #4441);
+    proxies relay the same frame (james-6-23/codex2api #310)."""
+    start = response_object({}, model=model, response_id=response_id, request=request, final=False)
+    failed = {**start, "status": "failed", "error": error}
+    return [
+        sse(
+            {"type": "response.created", "sequence_number": 0, "response": start},
+            "response.created",
+        ),
+        sse(
+            {"type": "response.in_progress", "sequence_number": 1, "response": start},
+            "response.in_progress",
+        ),
+        sse(
+            {"type": "response.failed", "sequence_number": 2, "response": failed}, "response.failed"
+        ),
+    ]

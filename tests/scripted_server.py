@@ -33,8 +33,10 @@ marker) and ``delay_between_events`` (seconds).
 
 A window (``ScriptedServer(window_tokens=N)``): a request whose body is over ``N`` tokens (body
 bytes / 4) is refused, without consuming a step, with the context-length error a real server
-sends (``window_error``: ``auto`` is the endpoint's own API; also ``vllm``, ``llamacpp`` and
-``ollama``; see ``context_error``), and answers report that count as their prompt usage.
+sends (``window_error``: ``auto`` is the endpoint's own API; also ``responses`` (its 400),
+``vllm``, ``llamacpp`` and ``ollama``; see ``context_error``), and answers report that count as
+their prompt usage. The Responses API refuses a streamed request in its stream, with a
+``response.failed`` event (``error.code = "context_length_exceeded"``), as OpenAI does.
 ``summary_text``: a request without tools (a compaction's summary request) gets this text,
 also without consuming a step; ``summary_requests`` counts them.
 
@@ -64,7 +66,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.scripted_responses import response_object, responses_error_event, responses_events
-from tests.scripted_windows import context_error
+from tests.scripted_windows import refusal
 
 Step = dict[str, Any]
 
@@ -454,8 +456,7 @@ class _Handler(BaseHTTPRequestHandler):
         tokens = len(raw) // 4
         window = scripted.window_tokens
         if window is not None and tokens > window:
-            scripted.note_rejected()
-            self._send_json(400, context_error(scripted.window_error, api, tokens, window))
+            self._refuse(api, request, tokens, window)
             return
         if scripted.summary_text is not None and not request.get("tools"):
             step: Step = {"text": scripted.summary_text}
@@ -472,6 +473,17 @@ class _Handler(BaseHTTPRequestHandler):
         except (_ClientGone, BrokenPipeError, ConnectionResetError):
             scripted.note_disconnect()
             self.close_connection = True
+
+    def _refuse(self, api: str, request: dict[str, Any], tokens: int, window: int) -> None:
+        scripted = self.server.scripted
+        how, answer = refusal(
+            scripted.window_error, api, request, tokens, window, new_id=scripted.new_id, sse=_sse
+        )
+        scripted.note_rejected(how)
+        if isinstance(answer, list):
+            self._send_stream(answer, "text/event-stream; charset=utf-8")
+        else:
+            self._send_json(400, answer)
 
     # -- steps ----------------------------------------------------------------------------
 
@@ -674,6 +686,8 @@ class ScriptedServer:
         """False keeps only each body's size and whether it had tools (long benchmarks)."""
         self.rejected = 0
         """Requests refused as over the window."""
+        self.refusals: list[str] = []
+        """How each was refused: ``400``, or ``response.failed`` inside a 200 stream."""
         self.summary_requests = 0
         self._lock = threading.Condition()
         self._ids = itertools.count(1)
@@ -738,9 +752,10 @@ class ScriptedServer:
                     log.write(json.dumps(asdict(request)) + "\n")
             self._lock.notify_all()
 
-    def note_rejected(self) -> None:
+    def note_rejected(self, how: str) -> None:
         with self._lock:
             self.rejected += 1
+            self.refusals.append(how)
 
     def note_summary(self) -> None:
         with self._lock:

@@ -1,9 +1,11 @@
 """A context that never overflows, end to end against a loopback model server with a window.
 
 The server (``ScriptedServer(window_tokens=N)``) refuses any request over its window with the
-error its kind of server really sends, and answers the rest with a prompt usage it counted
-itself. Steps are real shell commands, each appending its own line to a file: that file is
-the proof that no step ran twice and none was lost, whatever compaction did in between.
+error its kind of server really sends (the Responses API's inside its stream, as
+``response.failed``), and answers the rest with a prompt usage it counted itself. Each test
+runs in each wire format: Chat Completions, Anthropic Messages and the Responses API. Steps
+are real shell commands, each appending its own line to a file: that file is the proof that no
+step ran twice and none was lost, whatever compaction did in between.
 """
 
 from __future__ import annotations
@@ -14,36 +16,39 @@ import json
 import re
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
-from tests.scripted_server import ScriptedServer
-from tests.scripted_windows import STYLES, context_error
+from tests.scripted_server import RecordedRequest, ScriptedServer
+from tests.scripted_windows import RESPONSES_TOO_LONG, STYLES, context_error
 from tests.test_headless_cli import Cli, ServerProcess, headless
 from tests.test_headless_cli import cli as cli  # the fixtures, for the headless test
 from tests.test_headless_cli import model_server as model_server
 from tests.test_loop import (
-    Api,
     Recorder,
     answer,
+    check_messages,
     check_request,
     open_session,
     shell,
     tools_step,
     user_texts,
 )
+from tests.test_prompt_cache import session_for as named_session
 from tui.agent.compaction import SUMMARY_HEADER, stub_outputs, summarise
 from tui.agent.context_window import table_window
 from tui.agent.providers.base import Message, ToolCall
 from tui.agent.providers.context_errors import classify
 from tui.agent.transcript import SessionStore
 from tui.config import load_settings
-from tui.events import Compacted, TurnEnded
+from tui.events import Compacted, Notice, TurnEnded
 from tui.session import AgentSession, build_session
 from tui.tools.truncation import envelope
 
-both_apis = pytest.mark.parametrize("api", ["openai", "anthropic"])
+Api = Literal["openai", "anthropic", "openai-responses"]
+RESPONSES = "openai-responses"
+every_api = pytest.mark.parametrize("api", ["openai", "anthropic", RESPONSES])
 SUMMARY = "The agent ran numbered steps that each append a line to steps.log."
 OUTPUT_CHARS = 4_500
 """Under run_shell's 5,000-character cut, so every result reaches the model whole (~1.1k
@@ -70,18 +75,47 @@ def windowed(window: int, style: str = "auto") -> Any:
 
 
 @contextlib.asynccontextmanager
+async def _opened(
+    api: Api, server: ScriptedServer, workspace: Path
+) -> AsyncIterator[tuple[AgentSession, Recorder]]:
+    if api != RESPONSES:
+        async with open_session(api, server, workspace) as opened:
+            yield opened
+        return
+    async with named_session(RESPONSES, server, workspace) as (session, rec):
+        yield session, rec
+        assert session.loop is not None
+        check_messages(session.loop.messages)
+
+
+@contextlib.asynccontextmanager
 async def session_for(
     api: Api, server: ScriptedServer, workspace: Path, **provider: Any
 ) -> AsyncIterator[tuple[AgentSession, Recorder]]:
-    async with open_session(api, server, workspace) as (session, rec):
+    async with _opened(api, server, workspace) as (session, rec):
         if provider.get("context_window"):
             assert session.loop is not None
             session.loop.context.meter.override = provider["context_window"]
         yield session, rec
 
 
+def person_texts(request: RecordedRequest) -> list[str]:
+    """The person's words in a request, in any of the three wire formats."""
+    if not request.path.endswith("/responses"):
+        return user_texts(request)
+    texts: list[str] = []
+    for item in request.body["input"]:
+        if item.get("type") != "message" or item.get("role") != "user":
+            continue
+        content = item["content"]
+        parts = [content] if isinstance(content, str) else [p.get("text", "") for p in content]
+        texts += [part for part in parts if part]
+    return texts
+
+
 def request_tokens(server: ScriptedServer) -> list[int]:
-    return [len(json.dumps(r.body).encode()) // 4 for r in server.requests]
+    """Each request's size as the server counts it against the window (body bytes / 4)."""
+    return [len(r.raw.encode()) // 4 for r in server.requests]
 
 
 # -- classification ---------------------------------------------------------------------------
@@ -93,7 +127,7 @@ def test_each_servers_context_error_is_recognised_with_its_limit(style: str) -> 
     message = "server said so"  # the real message is read from the body too
     error = classify(400, body, message)
     assert error is not None
-    assert error.limit == (None if style == "ollama" else 8_192)
+    assert error.limit == (None if style in ("ollama", "responses") else 8_192)
 
 
 def test_a_token_rate_limit_is_not_a_full_window() -> None:
@@ -120,6 +154,8 @@ def test_the_window_table_matches_by_family() -> None:
         ("openai", "vllm"),
         ("openai", "llamacpp"),
         ("openai", "ollama"),
+        (RESPONSES, "auto"),  # streamed: response.failed inside a 200 stream
+        (RESPONSES, "responses"),  # the Responses API's 400 body
     ],
 )
 async def test_a_full_window_is_compacted_and_the_request_retried_once(
@@ -139,19 +175,22 @@ async def test_a_full_window_is_compacted_and_the_request_retried_once(
     assert steps_run(workspace) == [f"step-{n}" for n in range(1, 9)]
     assert server.rejected >= 1
     assert any(e.reason == "overflow" for e in rec.of(Compacted))
-    if style == "ollama":
+    if api == RESPONSES:  # refused in its own way, in words that state no limit
+        assert set(server.refusals) == {"response.failed" if style == "auto" else "400"}
+        assert any(RESPONSES_TOO_LONG in notice.message for notice in rec.of(Notice))
+    if style == "ollama" or api == RESPONSES:
         assert learned is not None and learned < table_window("scripted-model")
     else:
         assert learned == window
     # Every request the server accepted fit; every one carried the person's words.
     accepted = [r for r in server.requests if r.body.get("tools")]
-    assert all("run the eight steps" in user_texts(r) for r in accepted)
+    assert all("run the eight steps" in person_texts(r) for r in accepted)
 
 
 # -- a long session --------------------------------------------------------------------------
 
 
-@both_apis
+@every_api
 async def test_three_hundred_steps_compact_many_times_and_each_runs_once(
     api: Api, workspace: Path
 ) -> None:
@@ -169,6 +208,7 @@ async def test_three_hundred_steps_compact_many_times_and_each_runs_once(
     assert len(compactions) >= 5
     assert {c.stage for c in compactions} == {"stubs", "summary"}
     assert server.rejected == 0  # the estimate kept every request under the window
+    assert max(request_tokens(server)) <= window
     assert server.summary_requests >= 1
     # Every summary request fit the window too: a refused one would have left the mechanical
     # fallback in place of the model's summary.
@@ -176,7 +216,7 @@ async def test_three_hundred_steps_compact_many_times_and_each_runs_once(
     assert max(c.tokens_after for c in compactions) < window
     tool_requests = [r for r in server.requests if r.body.get("tools")]
     assert len(tool_requests) == 301
-    assert all("run all 300 steps" in user_texts(r) for r in tool_requests)
+    assert all("run all 300 steps" in person_texts(r) for r in tool_requests)
     # The transcript kept everything: every step's full output, though the model no longer has it.
     saved = SessionStore().read(transcript.stem)
     outputs = [m for m in saved.saved_messages if m.role == "tool"]
@@ -184,7 +224,7 @@ async def test_three_hundred_steps_compact_many_times_and_each_runs_once(
     assert saved.compactions == len(compactions)
 
 
-@both_apis
+@every_api
 async def test_no_turn_cap_unless_asked(api: Api, workspace: Path) -> None:
     with windowed(200_000) as server:
         server.add(*(step(n, chars=10) for n in range(1, 61)), answer("sixty"))
@@ -198,7 +238,7 @@ async def test_no_turn_cap_unless_asked(api: Api, workspace: Path) -> None:
 # -- resume --------------------------------------------------------------------------------------
 
 
-@both_apis
+@every_api
 async def test_resuming_a_compacted_session_sends_the_compacted_form(
     api: Api, workspace: Path
 ) -> None:
@@ -221,7 +261,7 @@ async def test_resuming_a_compacted_session_sends_the_compacted_form(
             "provider": {
                 "name": api,
                 "model": "scripted-model",
-                "base_url": server.openai_base_url if api == "openai" else server.base_url,
+                "base_url": server.base_url if api == "anthropic" else server.openai_base_url,
                 "api_key": "test-key-not-secret",
             },
             "approval": {"mode": "full-auto"},
@@ -310,7 +350,7 @@ async def test_a_summary_keeps_the_persons_words_tasks_files_and_open_calls() ->
     assert "the parser" in prompts[0]
 
 
-@both_apis
+@every_api
 async def test_a_long_history_is_summarised_in_requests_that_each_fit(
     api: Api, workspace: Path
 ) -> None:
@@ -345,7 +385,7 @@ def test_headless_runs_past_fifty_turns_with_no_cap_set(
     assert steps_run(cli.workspace) == [f"step-{n}" for n in range(1, 56)]
 
 
-@both_apis
+@every_api
 async def test_cancel_stops_a_compaction_and_the_session_goes_on(api: Api, workspace: Path) -> None:
     with ScriptedServer() as server:  # no summary_text: the summary request gets the hang step
         server.add(*(step(n, chars=10) for n in range(1, 5)), answer("four"))

@@ -7,8 +7,10 @@ from collections.abc import Iterator
 import pytest
 
 from tests.scripted_server import ScriptedServer
+from tests.scripted_windows import RESPONSES_TOO_LONG
 from tui.agent.providers.base import Completed, Message, ProviderError, ProviderEvent
-from tui.agent.providers.responses import ResponsesProvider
+from tui.agent.providers.context_errors import ContextLengthExceeded
+from tui.agent.providers.responses import ResponsesProvider, ResponsesStreamAssembler
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -49,6 +51,7 @@ async def test_an_error_event_in_the_stream_is_a_provider_error(server: Scripted
         await run(server)
     assert "input too long" in caught.value.msg and "context_length_exceeded" in caught.value.msg
     assert not caught.value.retryable
+    assert isinstance(caught.value, ContextLengthExceeded)  # the loop compacts, then retries
 
 
 async def test_a_server_error_is_retried_and_the_key_never_shown(server: ScriptedServer) -> None:
@@ -83,3 +86,41 @@ async def test_a_stream_cut_before_completion_is_interrupted(
     with pytest.raises(ProviderError) as caught:
         await run(server)
     assert "stream" in caught.value.msg.lower()
+
+
+@pytest.mark.parametrize(
+    ("stream", "style", "answer"),
+    [
+        (True, "auto", "response.failed"),  # what the API does with a streamed request
+        (True, "responses", "400"),
+        (False, "auto", "400"),
+    ],
+)
+async def test_a_full_window_is_a_context_length_error(
+    stream: bool, style: str, answer: str
+) -> None:
+    """Either way OpenAI says it, the loop gets ``ContextLengthExceeded``, not a failed turn,
+    and the request is not retried as it is (it cannot fit)."""
+    with ScriptedServer(window_tokens=10, window_error=style) as server:
+        with pytest.raises(ContextLengthExceeded) as caught:
+            await run(server, stream=stream)
+        assert len(server.requests) == 1 and server.rejected == 1
+    assert RESPONSES_TOO_LONG in caught.value.msg
+    assert caught.value.limit is None  # the API states none: the loop shrinks its own guess
+    assert caught.value.status == (None if answer == "response.failed" else 400)
+
+
+@pytest.mark.parametrize(
+    ("code", "full"), [("context_length_exceeded", True), ("server_error", False)]
+)
+def test_only_a_full_window_failure_is_a_context_length_error(code: str, full: bool) -> None:
+    """Any other ``response.failed`` stays an ordinary failure: compacting would not help."""
+    failed = {
+        "type": "response.failed",
+        "sequence_number": 2,
+        "response": {"status": "failed", "error": {"code": code, "message": "it failed"}},
+    }
+    with pytest.raises(ProviderError) as caught:
+        ResponsesStreamAssembler().feed(failed)
+    assert isinstance(caught.value, ContextLengthExceeded) is full
+    assert code in caught.value.msg and "it failed" in caught.value.msg

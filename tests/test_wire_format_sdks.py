@@ -493,6 +493,49 @@ async def test_openai_sdk_reads_the_responses_json_answer(
     assert [item.data for item in mine.reasoning] == [REASONING_ITEM]
 
 
+async def test_openai_sdk_reads_the_responses_full_window_refusals() -> None:
+    """A too-long input, as the Responses API refuses it. Streamed: a 200 stream that ends on
+    ``response.failed`` with ``error.code == "context_length_exceeded"`` (what Codex CLI met
+    with an API key, "stream disconnected before completion: Your input exceeds the context
+    window of this model", openai/codex #4441, #2921). The SDK's ``ResponseError.code`` enum
+    does not list that code yet, so the event is validated with a listed code in its place:
+    every other field must be the SDK's. Not streamed: the SDK's ``BadRequestError``."""
+    from openai.types.responses import ResponseStreamEvent
+    from pydantic import TypeAdapter
+
+    adapter: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
+    with ScriptedServer(window_tokens=10) as server:
+        client = openai.AsyncOpenAI(
+            api_key="sdk-key", base_url=server.openai_base_url, max_retries=0, timeout=TIMEOUT
+        )
+        try:
+            raw = await client.responses.with_raw_response.create(
+                model="gpt-test", input="a prompt too long for ten tokens", stream=True
+            )
+            events = [
+                json.loads(line[6:])
+                async for line in raw.http_response.aiter_lines()
+                if line.startswith("data: ")
+            ]
+            with pytest.raises(openai.BadRequestError) as refused:
+                await client.responses.create(model="gpt-test", input="too long, not streamed")
+        finally:
+            await client.close()
+    assert raw.http_response.status_code == 200
+    *opening, failed = events
+    assert [adapter.validate_python(e).type for e in opening] == [
+        "response.created",
+        "response.in_progress",
+    ]
+    assert failed["response"]["error"]["code"] == "context_length_exceeded"
+    listed = {**failed["response"]["error"], "code": "server_error"}
+    checked = adapter.validate_python(
+        {**failed, "response": {**failed["response"], "error": listed}}
+    )
+    assert checked.type == "response.failed" and checked.response.status == "failed"
+    assert refused.value.code == "context_length_exceeded" and refused.value.param == "input"
+
+
 THINKING_BLOCKS: list[dict[str, Any]] = [
     {"type": "thinking", "thinking": "Weather first, then files.", "signature": "c2lnbmVk=="},
     {"type": "redacted_thinking", "data": "b3BhcXVl=="},

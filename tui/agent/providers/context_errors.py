@@ -7,6 +7,9 @@ are the ones real servers send (both APIs' own, and the OpenAI-compatible local 
 
 - OpenAI: 400, ``error.code == "context_length_exceeded"``, "This model's maximum context
   length is 8192 tokens. However, your messages resulted in 9000 tokens…"
+- OpenAI's Responses API: the same code with ``param: "input"`` and "Your input exceeds the
+  context window of this model…", no limit stated (openai/codex #20866); on a streamed request
+  a ``response.failed`` event carries it (read in ``tui.agent.providers.responses``).
 - Anthropic: 400 ``invalid_request_error``, "prompt is too long: 210000 tokens > 200000
   maximum", or "input length and `max_tokens` exceed context limit: 199759 + 8192 > 200000"
 - vLLM: 400 ``{"object": "error", "message": "This model's maximum context length is 4096
@@ -24,8 +27,12 @@ from typing import Any
 
 from tui.agent.providers.base import ProviderError
 
+CONTEXT_LENGTH_CODE = "context_length_exceeded"
+"""OpenAI's ``error.code`` for a full window, in both of its APIs."""
+
 _PHRASES = (
-    "context_length_exceeded",
+    CONTEXT_LENGTH_CODE,
+    "exceeds the context window",
     "maximum context length",
     "prompt is too long",
     "exceed context limit",

@@ -39,6 +39,11 @@ from tui.agent.providers.base import (
     UsageReport,
     replay_name,
 )
+from tui.agent.providers.context_errors import (
+    CONTEXT_LENGTH_CODE,
+    ContextLengthExceeded,
+    stated_limit,
+)
 from tui.agent.providers.retry import (
     DEFAULT_TIMEOUT,
     ApiInfo,
@@ -83,14 +88,21 @@ def _usage(data: Any) -> UsageReport:
 
 
 def _error(error: Any, what: str = "error") -> ProviderError:
+    """An ``error`` event or a ``response.failed`` event's ``response.error`` as an error.
+
+    A full window comes this way on a streamed request: ``response.failed`` with
+    ``error.code == "context_length_exceeded"`` (what Codex CLI checks, openai/codex
+    ``codex-rs/codex-api/src/sse/responses.rs``), and it must reach the loop as
+    ``ContextLengthExceeded`` so the loop compacts and retries instead of failing the turn.
+    """
     error = _dict(error)
     code = str(error.get("code") or error.get("type") or "")
     message = error_message_from_body(json.dumps({"error": error}).encode(), "unknown error")
     label = f" ({code})" if code else ""
-    return ProviderError(
-        f"OpenAI Responses API {what}{label}: {message}",
-        retryable=any(word in code for word in _RETRYABLE_CODES),
-    )
+    text = f"OpenAI Responses API {what}{label}: {message}"
+    if CONTEXT_LENGTH_CODE in (error.get("code"), error.get("type")):
+        return ContextLengthExceeded(text, limit=stated_limit(message))
+    return ProviderError(text, retryable=any(word in code for word in _RETRYABLE_CODES))
 
 
 def _summary_text(item: dict[str, Any]) -> str:
