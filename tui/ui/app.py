@@ -152,8 +152,9 @@ class AgentApp(App[int]):
         Binding("ctrl+c", "interrupt", "Cancel / quit", show=False, priority=True),
         Binding("ctrl+t", "take_pane", "Take pane"),
         Binding("f4", "toggle_mirror", "Mirror"),
-        Binding(ZOOM_KEY, "zoom_mirror", "Zoom"),
-        Binding(SWITCH_KEY, "switch_panel", "Switch panel"),
+        # Priority: the prompt's text area would take f6 (select line) for itself.
+        Binding(ZOOM_KEY, "zoom_mirror", "Zoom", priority=True),
+        Binding(SWITCH_KEY, "switch_panel", "Switch panel", priority=True),
         Binding("ctrl+o", "toggle_latest", "Expand"),
         Binding("ctrl+l", "latest_output", "Output"),
         Binding("ctrl+g", "grants", "Grants"),
