@@ -16,9 +16,9 @@ from tests.snapshot_apps.scenes import SIZE, scene
 pytestmark = pytest.mark.timeout(60)
 
 
-def compare(snap_compare: Any, name: str) -> bool:
+def compare(snap_compare: Any, name: str, size: tuple[int, int] = SIZE) -> bool:
     make, play = scene(name)
-    return bool(snap_compare(make(), terminal_size=SIZE, run_before=play))
+    return bool(snap_compare(make(), terminal_size=size, run_before=play))
 
 
 class TestMainScreen:
@@ -50,3 +50,15 @@ class TestScreens:
 
     def test_workspace_trust(self, snap_compare: Any) -> None:
         assert compare(snap_compare, "trust")
+
+
+SIZES = [(60, 20), (80, 24), (120, 40), (200, 60)]
+
+
+class TestTerminalSizes:
+    """Every size a person uses: the answers, the form's pattern and buttons, nothing cut."""
+
+    @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+    @pytest.mark.parametrize("name", ["working", "approval", "always", "grants"])
+    def test_scene_at_size(self, snap_compare: Any, name: str, size: tuple[int, int]) -> None:
+        assert compare(snap_compare, name, size)

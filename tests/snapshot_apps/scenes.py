@@ -591,7 +591,7 @@ def scene(name: str) -> Scene:
 
         return make, play
 
-    if name in ("working", "approval", "mirror", "takeover"):
+    if name in ("working", "approval", "always", "mirror", "takeover"):
 
         def make() -> AgentApp:
             return make_app(backend=DemoTmux())
@@ -599,8 +599,10 @@ def scene(name: str) -> Scene:
         async def play(pilot: Pilot) -> None:
             app: AgentApp = pilot.app  # type: ignore[assignment]
             await publish(pilot, app, [*working_events(), snapshot_event()])
-            if name == "approval":
+            if name in ("approval", "always"):
                 await publish(pilot, app, [approval_event()])
+            if name == "always":
+                await pilot.press("a")
             elif name == "takeover":
                 await pilot.press("ctrl+t")
             elif name == "mirror":
@@ -710,7 +712,8 @@ def scene(name: str) -> Scene:
     raise KeyError(name)
 
 
-SCENES = ("idle", "streaming", "running_tool", "working", "approval", "mirror", "takeover")
+SCENES = ("idle", "streaming", "running_tool", "working", "approval", "always", "mirror")
+SCENES += ("takeover",)
 SCENES += ("grants", "no_provider", "pager", "adapters", "trust")
 
 CLONED_REPO_CONFIG = """\

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -44,8 +44,10 @@ from tui.ui.chat.todo import TodoList
 from tui.ui.commands import SlashCommandProvider, UnknownCommand, help_markdown, parse_slash
 from tui.ui.interrupt import QUIT_HINT, QUIT_WINDOW, CtrlC
 from tui.ui.messages import BusBatch, PaneKeys, PaneRelease, PromptSubmitted, ToolBlockAction
+from tui.ui.mirror.follow import PaneSizeFollower
 from tui.ui.mirror.keys import KeysNotSent, Typed, forward
 from tui.ui.mirror.pane import MirrorPanel, PaneFrame
+from tui.ui.panels import SWITCH_KEY, ZOOM_KEY, PanelLayout, PanelTabs
 from tui.ui.prompt.history import PromptHistory
 from tui.ui.prompt.input import PromptInput
 from tui.ui.status.bar import StatusBar
@@ -139,6 +141,8 @@ class AgentApp(App[int]):
     """
 
     TITLE = "agent-tui"
+    ESCAPE_TO_MINIMIZE = False
+    """Esc cancels a turn (or reaches the pane being typed into); f5 leaves the zoom."""
     CSS_PATH = [str(styles_dir() / name) for name in STYLES]
     COMMANDS = App.COMMANDS | {SlashCommandProvider}
     BINDINGS = [
@@ -148,6 +152,9 @@ class AgentApp(App[int]):
         Binding("ctrl+c", "interrupt", "Cancel / quit", show=False, priority=True),
         Binding("ctrl+t", "take_pane", "Take pane"),
         Binding("f4", "toggle_mirror", "Mirror"),
+        # Priority: the prompt's text area would take f6 (select line) for itself.
+        Binding(ZOOM_KEY, "zoom_mirror", "Zoom", priority=True),
+        Binding(SWITCH_KEY, "switch_panel", "Switch panel", priority=True),
         Binding("ctrl+o", "toggle_latest", "Expand"),
         Binding("ctrl+l", "latest_output", "Output"),
         Binding("ctrl+g", "grants", "Grants"),
@@ -201,6 +208,7 @@ class AgentApp(App[int]):
         self._was_auto = False
         self._turn_active = False
         self._pane_pump: Any = None
+        self._pane_sizer: PaneSizeFollower | None = None
         self.reload_settings: Callable[[], Awaitable[None]] | None = None
         """Re-reads the settings before ``/trust`` starts the session again (set by ``run``)."""
         self.format_time: Callable[[float], str] | None = None
@@ -224,6 +232,7 @@ class AgentApp(App[int]):
                 yield self.todo
                 yield self.prompt
             with Vertical(id="right"):
+                yield PanelTabs(id="panel-tabs")
                 yield self.tools
                 yield self.mirror
         yield self.status
@@ -239,6 +248,13 @@ class AgentApp(App[int]):
         return tool_output_dir() / "ui" / self.session.session_id
 
     async def on_mount(self) -> None:
+        self.panels = PanelLayout(
+            self.query_one("#main"),
+            self.query_one("#right"),
+            self.query_one(PanelTabs),
+            self.mirror,
+        )
+        self.panels.fit(self.size.width)
         self.set_interval(1.0, self._tick)
         self.prompt.focus()
         if self._session is not None:
@@ -292,6 +308,12 @@ class AgentApp(App[int]):
         else:
             self.mirror.set_unavailable(None)
             self._start_pane_pump(session)
+        resize = getattr(session.backend, "resize_pane", None)
+        if session.backend.SUPPORTS_TMUX and resize is not None:
+            self._pane_sizer = PaneSizeFollower(
+                resize, on_resized=self._pane_resized, on_error=self._pane_resize_failed
+            )
+            self._fit_pane()
         self._banner()
         for warning in session.warnings:
             # Said while the session was built, before this app listened to its bus.
@@ -775,7 +797,7 @@ class AgentApp(App[int]):
         if word in ("keep", "close"):
             self.chat.add_notice(await pane_info.set_kept(self.session.backend, word == "keep"))
             return
-        self.mirror.display = True
+        self.panels.show_mirror()
         if word:
             self._select_pane(word if word.startswith("%") else f"%{word}")
         known = ", ".join(sorted(self.frames)) or "none yet"
@@ -841,6 +863,9 @@ class AgentApp(App[int]):
             return False  # still starting: nothing to cancel, no pane, no grants yet
         if action == "release_pane":
             return self.holding_pane
+        if action == "switch_panel" and not self.holding_pane:
+            panels = getattr(self, "panels", None)  # set on mount
+            return panels is not None and panels.narrow  # only stacked panels switch
         return not self.holding_pane or action == "quit"
 
     async def action_interrupt(self) -> None:
@@ -885,8 +910,21 @@ class AgentApp(App[int]):
         width = max(30, min(total - 30, left.size.width + delta))
         left.styles.width = width
 
+    def on_resize(self, event: events.Resize) -> None:
+        panels = getattr(self, "panels", None)  # the first resize comes before on_mount
+        if panels is not None:
+            panels.fit(event.size.width)
+
     def action_toggle_mirror(self) -> None:
-        self.mirror.display = not self.mirror.display
+        self.panels.toggle_mirror()
+
+    def action_switch_panel(self) -> None:
+        """Stacked layout: the tool calls or the pane mirror under the chat."""
+        self.panels.switch()
+
+    def action_zoom_mirror(self) -> None:
+        """The mirror (and so the agent's pane) on the whole terminal, or back."""
+        self.panels.toggle_zoom()
 
     def _target_block(self) -> ToolBlock | None:
         focused = self.focused
@@ -944,6 +982,7 @@ class AgentApp(App[int]):
         frame = self.frames.get(pane_id)
         if frame is not None:
             self.mirror.show(frame)
+        self._fit_pane()
 
     def _on_snapshot(self, frame: PaneFrame) -> None:
         self.frames[frame.pane_id] = frame
@@ -953,6 +992,24 @@ class AgentApp(App[int]):
             self.pane_target = frame.pane_id
         if frame.pane_id == self.pane_target:
             self.mirror.show(frame)
+            if (frame.width, frame.height) != self.mirror.inner_size():
+                self._fit_pane()
+
+    @on(MirrorPanel.Resized)
+    def _mirror_resized(self) -> None:
+        self._fit_pane()
+
+    def _fit_pane(self) -> None:
+        """The followed pane takes the mirror box's inner size (debounced, at least 20x5)."""
+        if self._pane_sizer is not None and self.pane_target is not None:
+            self._pane_sizer.request(self.pane_target, *self.mirror.inner_size())
+
+    def _pane_resized(self, pane_id: str) -> None:
+        if self._pane_pump is not None:
+            self._pane_pump.refresh()
+
+    def _pane_resize_failed(self, error: Exception) -> None:
+        self.notify(f"could not resize the pane to the mirror: {error}", severity="warning")
 
     def action_take_pane(self) -> None:
         backend = self.session.backend
@@ -962,7 +1019,7 @@ class AgentApp(App[int]):
         if self.pane_target is None:
             self.notify("no pane yet: the agent has not used one", severity="warning")
             return
-        self.mirror.display = True
+        self.panels.show_mirror()
         self.holding_pane = True
         self._keys_failing = False
         self.refresh_bindings()
@@ -1052,6 +1109,8 @@ class AgentApp(App[int]):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(waiting, 3.0)
         await self._stop_pane_pump()
+        if self._pane_sizer is not None:
+            await self._pane_sizer.close()
         await self.session.aclose()
         await asyncio.to_thread(SPILL.flush, 2.0)
 

@@ -1107,6 +1107,22 @@ class TmuxBackend(ExecutionBackend):
         for reply in await client.commands(lines):
             reply.check()
 
+    async def resize_pane(self, pane_id: str, columns: int, rows: int) -> None:
+        """Give ``pane_id`` (and its window) ``columns`` x ``rows``: the size of the mirror box.
+
+        ``resize-window`` makes the window's size manual, so no client's size overrides it;
+        ``resize-pane`` matters only when the window holds other panes too.
+        """
+        if not re.fullmatch(r"%\d+", pane_id) or columns < 1 or rows < 1:
+            raise BackendError(f"cannot resize {pane_id!r} to {columns}x{rows}")
+        state = self._panes.get(pane_id)
+        client = await self._client(state.session) if state else await self._primary()
+        size = f"-x {int(columns)} -y {int(rows)}"
+        window, _ = await client.commands(
+            [f"resize-window -t {pane_id} {size}", f"resize-pane -t {pane_id} {size}"]
+        )
+        window.check()
+
     async def snapshot(self, pane_id: str) -> tuple[list[str], int, int, int, int]:
         """The visible screen with colours, cursor x/y and pane width/height (one round trip)."""
         state = self._panes.get(pane_id)

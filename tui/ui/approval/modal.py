@@ -99,34 +99,63 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
             with CommandBody(id="approval-body") as body:
                 body.border_title = self._body_title()
                 yield Static(self._command_text(), id="approval-command")
+                if request.why:
+                    yield Static(self._why_text(), id="approval-why")
                 if request.segments:
                     yield Static(self._segments_text(), id="approval-segments")
-            if request.why:
-                yield Static(self._why_text(), id="approval-why")
-            with Vertical(id="always-form"):
-                yield Static("Allow always — grant", classes="form-title")
-                with Horizontal(classes="form-row"):
+            # Docked at the bottom of the box: whatever the command's length and the
+            # terminal's size, the ways to answer stay on screen and the body scrolls.
+            with Vertical(id="approval-footer"):
+                with Vertical(id="always-form") as form:
+                    form.border_title = "Allow always — grant"
                     with RadioSet(id="always-kind"):
                         yield RadioButton(self._exact_label(), value=True, id="kind-exact")
-                        yield RadioButton("this pattern:", id="kind-pattern")
+                        yield RadioButton("this pattern (edit below):", id="kind-pattern")
                     yield Input(
                         request.suggested_pattern or "",
                         id="always-pattern",
                         placeholder="run_shell(git status:*)",
                     )
-                with Horizontal(classes="form-row"):
                     with RadioSet(id="always-scope"):
                         yield RadioButton("for this session", value=True, id="scope-session")
                         yield RadioButton("saved for this workspace", id="scope-saved")
-                    yield Button("Allow always", id="always-ok", variant="warning")
-                    yield Button("Back", id="always-back")
-            with Vertical(id="message-form"):
-                yield Static("Deny, and tell the model why (it reads this)", classes="form-title")
-                yield Input(id="deny-message", placeholder="e.g. use the staging host instead")
-            yield Static(self._keys_text(), id="approval-keys")
+                    with Horizontal(classes="form-row"):
+                        yield Button("Allow always", id="always-ok", variant="warning")
+                        yield Button("Back", id="always-back")
+                        yield Static("⏎ confirms · esc back", classes="form-hint")
+                with Vertical(id="message-form") as form:
+                    form.border_title = "Deny, and tell the model why (it reads this)"
+                    yield Input(id="deny-message", placeholder="e.g. use the staging host instead")
+                    yield Static("enter sends · esc back", classes="form-hint")
+                yield Static(self._keys_text(), id="approval-keys")
 
     def on_mount(self) -> None:
         self.query_one(CommandBody).focus()
+        self.call_after_refresh(self.fit_body)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.fit_body)
+
+    def fit_body(self) -> None:
+        """Give the command body the height left by the header and the docked footer.
+
+        A vertical layout does not shrink an ``auto`` child, so without this a long command
+        would push the box past the screen and clip its footer (the answer keys).
+        """
+        if not self.is_attached:
+            return
+        box = self.query_one("#approval-box")
+        short = self.size.height < 30
+        self.set_class(short, "-short")
+        limit = self.size.height if short else int(self.size.height * 0.94)
+        used = box.styles.gutter.height
+        for part in (self.query_one("#approval-header"), self.query_one("#approval-footer")):
+            margin = part.styles.margin
+            used += part.outer_size.height + margin.top + margin.bottom
+        body = self.query_one(CommandBody)
+        height = max(3, limit - used)
+        if body.styles.max_height is None or body.styles.max_height.value != height:
+            body.styles.max_height = height
 
     # -- text ------------------------------------------------------------------------------
 
@@ -247,6 +276,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     def watch_form(self, form: str) -> None:
         self.set_class(form == "always", "-always")
         self.set_class(form == "message", "-message")
+        self.call_after_refresh(self.fit_body)
         if form == "always":
             # Enter right away grants exactly, for this session: the narrowest "always".
             self.query_one("#always-ok", Button).focus()

@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.cache import LRUCache
 from textual.containers import Vertical
 from textual.geometry import Size
+from textual.message import Message
 from textual.reactive import var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -182,6 +183,15 @@ class PaneMirror(ScrollView, can_focus=True):
 class MirrorPanel(Vertical):
     """The mirror with its frame: which pane, where, who holds the keyboard."""
 
+    ALLOW_MAXIMIZE = True
+
+    @dataclass
+    class Resized(Message):
+        """The box's inner size changed: the pane should take it."""
+
+        columns: int
+        rows: int
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.mirror = PaneMirror(id="pane-mirror")
@@ -195,6 +205,15 @@ class MirrorPanel(Vertical):
     def on_mount(self) -> None:
         self.border_title = "pane mirror"
         self._refresh_frame_titles()
+
+    def on_resize(self) -> None:
+        self.post_message(self.Resized(*self.inner_size()))
+
+    def inner_size(self) -> tuple[int, int]:
+        """Columns and rows inside the border: the size the mirrored pane should have."""
+        if not self.display or self.unavailable is not None:
+            return 0, 0
+        return self.content_size.width, self.content_size.height
 
     def set_unavailable(self, reason: str | None) -> None:
         """``no tmux pane: the backend is local`` — or None when a tmux backend is there."""
