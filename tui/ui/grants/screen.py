@@ -58,9 +58,19 @@ class GrantsScreen(ModalScreen[int]):
             yield Static("", id="grants-empty")
         yield Footer()
 
+    @property
+    def narrow(self) -> bool:
+        """Below 90 columns every column must still fit: folders by name, no dates."""
+        return self.app.size.width < 90
+
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("rule", "scope", "workspace", "granted")
+        columns = (
+            ("rule", "scope", "workspace")
+            if self.narrow
+            else ("rule", "scope", "workspace", "granted")
+        )
+        table.add_columns(*columns)
         self.refill()
         table.focus()
 
@@ -70,7 +80,12 @@ class GrantsScreen(ModalScreen[int]):
         self._rows = self.grants.list()
         for grant in self._rows:
             where = "every workspace" if grant.workspace == "*" else grant.workspace
-            table.add_row(str(grant.rule), grant.scope, where, self.format_time(grant.created))
+            if self.narrow:
+                if grant.workspace != "*":
+                    where = "…/" + where.rstrip("/").rsplit("/", 1)[-1]
+                table.add_row(str(grant.rule), grant.scope, where)
+            else:
+                table.add_row(str(grant.rule), grant.scope, where, self.format_time(grant.created))
         empty = self.query_one("#grants-empty", Static)
         empty.display = not self._rows
         empty.update(
