@@ -83,7 +83,7 @@ async def test_ask_mode_asks_and_allow_once_runs(workspace: Path) -> None:
 async def test_auto_edit_runs_edits_but_asks_for_commands(workspace: Path) -> None:
     h, approver = asking(workspace, ApprovalAnswer.deny(), mode=ApprovalMode.AUTO_EDIT)
     result = await h.call("run_shell", {"command": "touch made"})
-    assert result.is_error and "the user denied this call" in result.text
+    assert result.is_error and "Command execution denied by user." in result.text
     assert len(approver.requests) == 1
 
 
@@ -123,7 +123,7 @@ async def test_deny_with_message_reaches_the_model(workspace: Path) -> None:
     h, _ = asking(workspace, ApprovalAnswer.deny("use make clean instead"))
     result = await h.call("run_shell", {"command": "rm -rf build"})
     assert result.is_error
-    assert "the user denied this call and said: use make clean instead" in result.text
+    assert "Command execution denied by user. The user said: use make clean instead" in result.text
 
 
 async def test_cancel_while_waiting_for_approval(workspace: Path) -> None:

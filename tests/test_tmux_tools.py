@@ -104,13 +104,14 @@ def test_tmux_tool_descriptions_have_the_four_sections(tool: object) -> None:
 @pytest.mark.parametrize(
     ("raw", "seconds"),
     [(True, True), (False, False), ("false", False), (30, 30.0), ("30s", 30.0), ("10m", 600.0),
-     ("1h", 3600.0), ("1.5 min", 90.0), ("45", 45.0)],
+     ("1h", 3600.0), ("1.5 min", 90.0), ("45", 45.0), ("500ms", 0.5), ("2s", 2.0),
+     ("1m", 60.0), ("1d", 86400.0), ("9h", 32400.0)],
 )  # fmt: skip
 def test_wait_values(raw: object, seconds: object) -> None:
     assert parse_wait(raw) == seconds
 
 
-@pytest.mark.parametrize("raw", ["soon", "0s", "-1", "10d", "9h"])
+@pytest.mark.parametrize("raw", ["soon", "0s", "-1", "10d", "25h", "1w", "0ms", "nan"])
 def test_bad_wait_values(raw: str) -> None:
     with pytest.raises(ValueError):
         parse_wait(raw)

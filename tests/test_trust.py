@@ -382,3 +382,18 @@ def test_agent_tui_trust_lists_then_records_and_an_edit_asks_again(
 def test_config_dir_is_the_users(config_home: Path) -> None:
     """The trust records live in the person's own config folder, never the workspace."""
     assert config_dir() == config_home
+
+
+def test_only_the_users_own_config_lets_the_agent_read_their_tmux_pane(
+    workspace: Path, config_home: Path
+) -> None:
+    (workspace / ".agent-tui.toml").write_text("[tmux]\nallow_user_pane_capture = true\n")
+    untrusted = load_settings(workspace, env={})
+    assert not untrusted.settings.tmux.allow_user_pane_capture
+    assert "tmux.allow_user_pane_capture" in {c.key for c in untrusted.trust.refused}
+    trust_workspace(untrusted)
+    assert not load_settings(workspace, env={}).settings.tmux.allow_user_pane_capture
+    config_home.mkdir(parents=True, exist_ok=True)
+    user = config_home / "config.toml"
+    user.write_text(user.read_text() + "\n[tmux]\nallow_user_pane_capture = true\n")
+    assert load_settings(workspace, env={}).settings.tmux.allow_user_pane_capture

@@ -198,7 +198,7 @@ async def test_deny(workspace: Path, server) -> None:
         await pilot.press("n")
         await turn_done(pilot, app, 2, server)
         assert app.tools.state("call_1").status == "denied"  # type: ignore[union-attr]
-    assert "the user denied this call" in tool_message(server, 1, "call_1")
+    assert "Command execution denied by user." in tool_message(server, 1, "call_1")
 
 
 async def test_deny_with_message_reaches_the_model(workspace: Path, server) -> None:
@@ -214,7 +214,7 @@ async def test_deny_with_message_reaches_the_model(workspace: Path, server) -> N
         state = app.tools.state("call_1")
         assert state.status == "denied" and state.decision_message == "use the staging host"  # type: ignore[union-attr]
     result = tool_message(server, 1, "call_1")
-    assert "the user denied this call and said: use the staging host" in result
+    assert "Command execution denied by user. The user said: use the staging host" in result
     assert not (workspace / "deploy.lock").exists()
 
 

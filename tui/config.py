@@ -338,9 +338,13 @@ class TmuxSettings(BaseModel):
     """Keep the instance's session after quitting (as ``/pane keep`` does); the next start in
     the same workspace re-attaches it."""
     max_sessions: int = Field(default=8, ge=1)
-    """Sessions the agent may keep open at once."""
+    """Sessions the agent may keep open at once, its shared one included (Buddy's default: 1)."""
     max_panes: int = Field(default=16, ge=1)
-    """Panes the agent may keep open at once."""
+    """Panes the agent may keep open at once, across its sessions (Buddy's default: 5, counted
+    per session)."""
+    allow_user_pane_capture: bool = False
+    """Let ``tmux_capture_pane user_pane=true`` read your own tmux pane (``$TMUX_PANE``) when
+    agent-tui runs inside tmux. Only your own config can set it, never a workspace's."""
     history_limit: int = Field(default=50000, ge=0)
     """Scroll-back lines kept per pane."""
 

@@ -101,6 +101,7 @@ async def open_target(
         env=env,
         max_sessions=tmux.max_sessions,
         max_panes=tmux.max_panes,
+        allow_user_pane_capture=tmux.allow_user_pane_capture,
         workspace=str(workspace),
         own_session=not tmux.session,
         keep_session=tmux.keep_session,

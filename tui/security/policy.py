@@ -47,6 +47,10 @@ from tui.security.trust import control_file
 from tui.tools.base import ToolAccess
 from tui.tools.errors import PermissionDenied
 
+DENIED = "Command execution denied by user."
+"""What the model reads when the person says no to one call (Buddy's words, kept exactly so a
+model or a prompt written for Buddy recognises it); their message, if any, follows."""
+
 _MODE_FLAG = {
     PermissionMode.WORKSPACE_WRITE: "--approval-mode auto-edit (or ask)",
     PermissionMode.DANGER_FULL_ACCESS: "--approval-mode ask (or full-auto)",
@@ -459,12 +463,9 @@ class SecurityPolicy:
         self, answer: ApprovalAnswer, access: ToolAccess, call: CallInfo, risk: CommandRisk | None
     ) -> str:
         if answer.decision is ApprovalDecision.DENY:
-            raise PermissionDenied(
-                "the user denied this call; do not retry it as is — ask the user or do "
-                "something else"
-            )
+            raise PermissionDenied(DENIED)
         if answer.decision is ApprovalDecision.DENY_WITH_MESSAGE:
-            raise PermissionDenied(f"the user denied this call and said: {answer.message}")
+            raise PermissionDenied(f"{DENIED} The user said: {answer.message}")
         if answer.decision is ApprovalDecision.ALLOW_ALWAYS:
             for rule in grant_rules(call.tool_name, access, risk, answer.pattern):
                 self.grants.add(rule, answer.scope)

@@ -173,6 +173,7 @@ _NEVER = {
     ("approval", "grants"),
     ("mcp", "trusted_projects"),
     ("security", "allowed_secret_paths"),
+    ("tmux", "allow_user_pane_capture"),
 }
 """Keys only the person's own config sets."""
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime
+import email.utils
 import zoneinfo
+from typing import Any
 
 from pydantic import Field
 
@@ -23,7 +25,7 @@ class TimeTool(Tool[TimeParams]):
     name = "time"
     label = "Time"
     Params = TimeParams
-    description = """Return the current date, time, weekday and Unix time.
+    description = """Return the time now: local, UTC, RFC 2822 (UTC), Unix seconds and millis.
 
 When to use: anything that depends on today's date or the time now (deadlines, logs, "how
 long ago", scheduling).
@@ -44,8 +46,26 @@ Examples: {}; {"timezone": "America/New_York"}"""
         else:
             now = datetime.datetime.now().astimezone()
         utc = now.astimezone(datetime.UTC)
+        fields = clock_fields(now)
         text = (
             f"{now.isoformat(timespec='seconds')} ({now.strftime('%A')}, {now.tzname()})\n"
-            f"UTC: {utc.isoformat(timespec='seconds')}\nunix: {int(now.timestamp())}"
+            f"UTC: {utc.isoformat(timespec='seconds')}\n"
+            f"RFC 2822 (UTC): {fields['rfc_2822_utc']}\n"
+            f"unix: {fields['unix_seconds']} (millis: {fields['unix_millis']})"
         )
-        return ToolResult(text, {"unix": now.timestamp()})
+        return ToolResult(text, {"unix": now.timestamp(), **fields})
+
+
+def clock_fields(now: datetime.datetime) -> dict[str, Any]:
+    """The machine-readable fields Buddy's ``time`` returns, so its users find them here."""
+    utc = now.astimezone(datetime.UTC)
+    return {
+        "unix_seconds": int(utc.timestamp()),
+        "unix_millis": int(utc.timestamp() * 1000),
+        "iso_8601_utc": utc.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "iso_8601_millis_utc": utc.strftime("%Y-%m-%dT%H:%M:%S.")
+        + f"{utc.microsecond // 1000:03d}Z",
+        "rfc_2822_utc": email.utils.format_datetime(utc),
+        "date_utc": utc.strftime("%Y-%m-%d"),
+        "time_utc": utc.strftime("%H:%M:%S"),
+    }

@@ -8,17 +8,18 @@ and its stdout and stderr arrive merged, as a terminal shows them.
 from __future__ import annotations
 
 import asyncio
-import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
 from tui.exec.backend import BackendError, ExecResult
 from tui.exec.tmux.guard import ShellGuardError
+from tui.exec.tmux.selectors import select_target
 from tui.exec.tmux.sessions import NotOurs
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.context import ToolContext
+from tui.tools.durations import FORMS, parse_duration
 from tui.tools.errors import Cancelled, ExecutionFailed, NotFound, PermissionDenied
 from tui.tools.full_output import StreamSpool, spooled_view
 from tui.tools.result import ToolResult
@@ -31,30 +32,19 @@ MAX_TIMEOUT = 4 * 3600.0
 SPILL_IN_THREAD_CHARS = 64 * 1024
 """Above this, saving the full output to a file moves off the event loop."""
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs)?\s*$")
-_UNIT_SECONDS = {"s": 1, "sec": 1, "secs": 1, "m": 60, "min": 60, "mins": 60}
-_UNIT_SECONDS.update({"h": 3600, "hr": 3600, "hrs": 3600})
+MAX_WAIT = 86400.0
+"""The longest ``wait`` duration ("1d"): past it, use wait=false and look later."""
 
 
 def parse_wait(value: object) -> bool | float:
-    """``true``/``false`` stay; ``30``, ``"30s"``, ``"10m"``, ``"1h"`` become seconds."""
+    """``true``/``false`` stay; ``30``, ``"500ms"``, ``"30s"``, ``"10m"``, ``"1d"`` → seconds."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, int | float):
-        seconds = float(value)
-    elif isinstance(value, str):
-        lowered = value.strip().lower()
-        if lowered in ("true", "false"):
-            return lowered == "true"
-        match = _DURATION.match(lowered)
-        if match is None:
-            raise ValueError('wait must be true, false, seconds, or a duration like "30s", "10m"')
-        seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2) or "s"]
-    else:
-        raise ValueError("wait must be true, false, seconds, or a duration string")
-    if not 0 < seconds <= MAX_TIMEOUT:
-        raise ValueError(f"wait must be between 0 and {MAX_TIMEOUT:g} seconds")
-    return seconds
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    if isinstance(value, str | int | float):
+        return parse_duration(value, what="wait", maximum=MAX_WAIT, allow_zero=False)
+    raise ValueError(f"wait must be true, false, or a duration ({FORMS})")
 
 
 class RunShellParams(ToolParams):
@@ -76,7 +66,9 @@ class RunShellParams(ToolParams):
         default=None,
         gt=0,
         le=MAX_TIMEOUT,
-        description=f"Seconds before the command is killed (default {DEFAULT_TIMEOUT:g}).",
+        description="Seconds the command may run. Without tmux it is then killed (default "
+        f"{DEFAULT_TIMEOUT:g}); on tmux it is left running in its pane, and with wait=true and "
+        "no timeout the call waits for the command to exit, however long it takes.",
     )
     cwd: str | None = Field(
         default=None,
@@ -87,13 +79,24 @@ class RunShellParams(ToolParams):
     )
     wait: bool | float | str = Field(
         default=True,
-        description="tmux only. true: wait for the command to finish; false: start it and "
-        'return at once (check on it with tmux_capture_pane); a duration ("30s", "10m", or '
-        "seconds): wait that long, then leave it running and say so.",
+        description="tmux only. true: wait until the command exits (no limit unless `timeout` "
+        "is given); false: start it and return at once (check on it with tmux_capture_pane); a "
+        f"duration ({FORMS}, up to 1d): wait that long, then leave it running and say so.",
     )
     target: str | None = Field(
         default=None,
-        description="tmux only: the pane (%3) or session to type into; default: the shared pane.",
+        description="tmux only: the pane (%3) or session to type into; default: the shared pane. "
+        "Prefer session/pane.",
+    )
+    session: str | None = Field(
+        default=None,
+        description="tmux only: one of your sessions (from tmux_create_session); its active pane "
+        "unless `pane` is given. Default: the shared session.",
+    )
+    pane: str | None = Field(
+        default=None,
+        description="tmux only: one of your panes: its name (tmux_create_pane name=…), its index "
+        "in the session's window, or its id (%3). Default: the session's active pane.",
     )
 
     @field_validator("wait", mode="before")
@@ -129,11 +132,14 @@ things may need the user's approval; say why in `why`.
 On a tmux backend the command is typed into a shared shell pane the user watches: cd and
 variables persist between calls, stdout and stderr arrive merged, `exit`/`set -e`/`exec` are
 refused (use bash -lc '…'), and a command still running at its timeout is left running in its
-pane. wait=false starts a long command (a server, a watcher) and returns at once.
+pane. wait=true (the default) waits until the command exits, with no limit unless you give
+`timeout`; wait=false starts a long command (a server, a watcher) and returns at once; a wait
+duration ("500ms", "2s", "1m", "1d") waits that long. session/pane pick one of your own
+sessions and panes (by name, index or id); others' panes are never reachable.
 Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
 {"command": "git log --oneline -5"}; {"command": "make build", "cwd": "services/api",
 "timeout": 600}; {"command": "npm run dev", "wait": false}; {"command": "make test",
-"wait": "5m"}"""
+"wait": "5m"}; {"command": "npm test", "session": "build", "pane": "worker"}"""
 
     def __init__(self, *, disk_cap: int = DEFAULT_DISK_CAP) -> None:
         self.disk_cap = disk_cap
@@ -161,8 +167,9 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
 
     async def execute(self, params: RunShellParams, ctx: ToolContext) -> ToolResult:
         tmux = bool(getattr(ctx.backend, "SUPPORTS_TMUX", False))
-        if not tmux and (params.wait is False or params.target is not None):
-            what = "wait=false" if params.wait is False else "target"
+        selectors = [n for n in ("target", "session", "pane") if getattr(params, n) is not None]
+        if not tmux and (params.wait is False or selectors):
+            what = "wait=false" if params.wait is False else selectors[0]
             raise ExecutionFailed(
                 f"{what} needs a tmux backend (this one is {ctx.backend.actor}); run the command "
                 "with a timeout instead, or in the background with output to a file"
@@ -199,9 +206,12 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
         # Where the person approved it: a shell moved since (a take-over's cd) is refused.
         expect = ctx.cwd if cwd is None else None
         try:
+            target = await select_target(
+                backend, target=params.target, session=params.session, pane=params.pane
+            )
             if params.wait is False:
                 pane_id, notices = await backend.dispatch(
-                    params.command, target=params.target, cwd=cwd, expect_cwd=expect
+                    params.command, target=target, cwd=cwd, expect_cwd=expect
                 )
                 notes = [f"note: {n}" for n in _publish(ctx, notices)]
                 text = (
@@ -211,7 +221,9 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
                 )
                 return ToolResult("\n".join([text, *notes]), {"pane_id": pane_id})
             waited = _wait_seconds(params.wait)
-            timeout = waited or params.timeout or DEFAULT_TIMEOUT
+            # wait=true means until it exits: only an explicit timeout bounds it (cancel
+            # always can, and the command stays in a pane the person sees).
+            timeout = waited or params.timeout
             try:
                 result = await backend.run(
                     params.command,
@@ -220,7 +232,7 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
                     timeout=timeout,
                     on_chunk=_teed(ctx, spools),
                     cancel=ctx.cancel,
-                    target=params.target,
+                    target=target,
                     expect_cwd=expect,
                 )
             finally:
@@ -232,7 +244,7 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
                 raise NotFound(f"{backend.actor}: {error.msg}") from None
             raise ExecutionFailed(f"{backend.actor}: {error.msg}") from None
         _publish(ctx, [n for n in result.notices if not n.startswith("still running")])
-        if result.timed_out and waited is not None:
+        if result.timed_out and waited is not None and timeout is not None:
             # The model chose how long to wait: a command still running is an answer, not
             # a failure.
             result.timed_out = False
@@ -280,7 +292,7 @@ def _publish(ctx: ToolContext, notices: list[str]) -> list[str]:
 def format_result(
     result: ExecResult,
     call_id: str,
-    timeout: float,
+    timeout: float | None,
     *,
     left_running: bool = False,
     spools: dict[str, StreamSpool] | None = None,
@@ -329,13 +341,13 @@ def format_result(
         raise Cancelled(f"the command was cancelled and its process group killed.\n{body}")
     if result.timed_out and left_running:
         raise ExecutionFailed(
-            f"the command timed out after {timeout:g} s and is still running (not killed); "
+            f"the command timed out after {timeout or 0:g} s and is still running (not killed); "
             f"the notes say where and how to stop it. Give long commands a larger timeout or "
             f"wait=false.\n{body}"
         )
     if result.timed_out:
         raise ExecutionFailed(
-            f"the command timed out after {timeout:g} s and its process group was killed. "
+            f"the command timed out after {timeout or 0:g} s and its process group was killed. "
             f"Run it with a larger timeout, or in the background.\n{body}"
         )
     return ToolResult(f"exit code: {result.exit_code}\n{body}", details)

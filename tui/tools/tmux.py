@@ -10,69 +10,66 @@ harmless), while keys to a wrong target are an error: they are never sent somewh
 from __future__ import annotations
 
 import asyncio
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from tui.exec.backend import BackendError
-from tui.exec.tmux.guard import ShellGuardError
-from tui.exec.tmux.sessions import NotOurs
+from tui.exec.tmux.guard import check_shared_shell
+from tui.exec.tmux.markers import detect_shell
+from tui.exec.tmux.selectors import select_target
+from tui.exec.tmux.usertmux import capture_user_pane
 from tui.security.permissions import PermissionMode
-from tui.tools.base import Tool, ToolAccess, ToolParams
+from tui.tools.base import Tool, ToolAccess
 from tui.tools.context import ToolContext
-from tui.tools.errors import ExecutionFailed, NotFound, PermissionDenied
+from tui.tools.errors import PermissionDenied
 from tui.tools.result import ToolResult
+from tui.tools.tmux_common import (
+    ActionMeta,
+    Selectors,
+    delay_field,
+    failure,
+    notes,
+    parse_delay,
+    tmux_backend,
+)
+from tui.tools.tmux_manage import management_tools
 from tui.tools.truncation import TruncationRule, truncate
 
 CAPTURE_RULE = TruncationRule.tail(8000)
-MAX_DELAY = 30.0
 SCREEN_AFTER_KEYS = 2000
 """Characters of the screen shown after sending keys (the tail: where the cursor is)."""
-
-
-def _tmux(ctx: ToolContext) -> Any:
-    backend = ctx.backend
-    if not getattr(backend, "SUPPORTS_TMUX", False):
-        raise ExecutionFailed(f"{backend.actor} is not a tmux backend; start agent-tui with tmux")
-    return backend
-
-
-def _failure(error: BackendError) -> Exception:
-    if isinstance(error, NotOurs):
-        return NotFound(error.msg)
-    if isinstance(error, ShellGuardError):
-        return PermissionDenied(error.msg)
-    return ExecutionFailed(error.msg)
-
-
-def _notes(ctx: ToolContext, notices: list[str]) -> list[str]:
-    for notice in notices:
-        ctx.notice(notice)
-    return [f"note: {notice}" for notice in notices]
+SUBMIT_KEYS = frozenset({"Enter", "C-m", "C-j", "KPEnter"})
+"""Keys that make a shell run what is typed: text before them is judged as a command."""
 
 
 # -- tmux_capture_pane ------------------------------------------------------------------------
 
 
-class CapturePaneParams(ToolParams):
-    target: str | None = Field(
+def _line(value: object) -> object:
+    """``-`` (history start or screen end), a line number, or a numeric string."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text == "-":
+            return text
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f'a line must be "-" or a whole number, not {value!r}') from None
+    return value
+
+
+class CapturePaneParams(Selectors):
+    start: int | str | None = Field(
         default=None,
-        description="Pane id (%3), session name (build) or session:window.pane; "
-        "default: the shared pane.",
+        description='First line: "-" is the start of the history, 0 the top of the visible '
+        "screen, negative numbers reach back into history (-500 = 500 lines above it). "
+        "Default: the visible screen.",
     )
-    session: str | None = Field(
-        default=None, description="A session of yours (its active pane unless `pane` is given)."
-    )
-    pane: int | None = Field(
-        default=None, ge=0, description="Pane index in the session's current window."
-    )
-    start: int | None = Field(
+    end: int | str | None = Field(
         default=None,
-        description="First line: 0 is the top of the visible screen, negative numbers reach "
-        "back into history (-500 = 500 lines above it). Default: the visible screen.",
-    )
-    end: int | None = Field(
-        default=None, description="Last line (same numbering); default: the last."
+        description='Last line (same numbering; "-" is the end of the visible screen); '
+        "default: the last.",
     )
     join_wrapped: bool = Field(
         default=True, description="Join lines the terminal wrapped, so long lines stay whole."
@@ -80,13 +77,29 @@ class CapturePaneParams(ToolParams):
     escape_sequences: bool = Field(
         default=False, description="Keep colour/attribute escape sequences (to see highlighting)."
     )
+    preserve_trailing_spaces: bool = Field(
+        default=False, description="Keep the spaces at the end of each line (tmux -N)."
+    )
+    escape_non_printable: bool = Field(
+        default=False, description="Show non-printable characters as octal \\ooo (tmux -C)."
+    )
     alternate_screen: bool = Field(
         default=False,
         description="Capture the alternate screen (the one a full-screen program is not on).",
     )
-    delay: float = Field(
-        default=0.0, ge=0, le=MAX_DELAY, description="Seconds to wait before capturing."
+    user_pane: bool = Field(
+        default=False,
+        description="Capture the user's own tmux pane (where agent-tui runs) instead; only when "
+        "they allowed it ([tmux] allow_user_pane_capture).",
     )
+    delay: float = delay_field(0.0, "How long to wait before capturing")
+
+    _start_line = field_validator("start", "end", mode="before")(_line)
+
+    @field_validator("delay", mode="before")
+    @classmethod
+    def _delay(cls, value: object) -> float:
+        return parse_delay(value)
 
 
 class TmuxCapturePaneTool(Tool[CapturePaneParams]):
@@ -104,71 +117,92 @@ When NOT to use: running a command and reading its output (run_shell returns it)
 files (read_file).
 Disambiguation: the last 8000 characters are kept (the latest screen matters most). Without a
 target it shows the shared pane; a target that is not one of your panes falls back to the
-shared pane with a note. Use start=-N to look back N lines into the history.
+shared pane with a note. Use start=-N to look back N lines, start="-" for all the history.
+user_pane=true reads the user's own pane, only if they allowed it in their config.
 Examples: {}; {"target": "%3"}; {"target": "%3", "start": -300}; {"session": "build",
-"delay": 5}; {"target": "%3", "escape_sequences": true}"""
+"pane": "worker", "start": "-", "delay": "2s"}; {"target": "%3", "escape_sequences": true}"""
+
+    def access(self, params: CapturePaneParams) -> ToolAccess:
+        # The user's own pane is theirs, not the agent's: reading it is a distinct subject.
+        subject = "user-pane" if params.user_pane else params.target
+        return ToolAccess(permission=PermissionMode.READ_ONLY, subject=subject)
 
     async def execute(self, params: CapturePaneParams, ctx: ToolContext) -> ToolResult:
-        backend = _tmux(ctx)
-        target = params.target
-        if target is None and params.session is not None:
-            target = params.session if params.pane is None else f"{params.session}:.{params.pane}"
-        elif target is None and params.pane is not None:
-            target = f"{backend.default_session}:.{params.pane}"
+        backend = tmux_backend(ctx)
         if params.delay:
             await asyncio.sleep(params.delay)
+        options: dict[str, Any] = {
+            "start": params.start,
+            "end": params.end,
+            "join_wrapped": params.join_wrapped,
+            "escape_sequences": params.escape_sequences,
+            "preserve_trailing_spaces": params.preserve_trailing_spaces,
+            "escape_non_printable": params.escape_non_printable,
+        }
+        if params.user_pane:
+            return await self._user_pane(backend, options, ctx)
+        target = params.target
+        if target is None and (params.session is not None or params.pane is not None):
+            try:
+                target = await select_target(
+                    backend, target=None, session=params.session, pane=params.pane
+                )
+            except BackendError as error:
+                raise failure(error) from None
         try:
-            capture = await backend.capture(
-                target,
-                start=params.start,
-                end=params.end,
-                join_wrapped=params.join_wrapped,
-                escape_sequences=params.escape_sequences,
-                alternate=params.alternate_screen,
-            )
+            capture = await backend.capture(target, alternate=params.alternate_screen, **options)
         except BackendError as error:
-            raise _failure(error) from None
+            raise failure(error) from None
         cut = truncate(capture.text, CAPTURE_RULE, spill_name=f"{ctx.tool_call_id}-capture")
         where = "" if params.start is None else f", lines {params.start}..{params.end or 'end'}"
         parts = [f"pane {capture.pane_id} ({backend.pane_actor(capture.pane_id)}){where}:"]
-        parts.extend(_notes(ctx, capture.notices))
+        parts.extend(notes(ctx, capture.notices))
         parts.append(cut.text if capture.text else "(empty)")
         details: dict[str, Any] = {"pane_id": capture.pane_id, "truncated_chars": cut.cut_chars}
         if cut.full_output_path:
             details["full_output_path"] = cut.full_output_path
         return ToolResult("\n".join(parts), details)
 
+    async def _user_pane(
+        self, backend: Any, options: dict[str, Any], ctx: ToolContext
+    ) -> ToolResult:
+        if not getattr(backend, "allow_user_pane_capture", False):
+            raise PermissionDenied(
+                "the user's own tmux pane is theirs: capturing it needs "
+                "[tmux] allow_user_pane_capture = true in their config"
+            )
+        try:
+            pane_id, text = await capture_user_pane(**options)
+        except BackendError as error:
+            raise failure(error) from None
+        cut = truncate(text, CAPTURE_RULE, spill_name=f"{ctx.tool_call_id}-capture")
+        body = cut.text if text else "(empty)"
+        return ToolResult(
+            f"the user's pane {pane_id}:\n{body}",
+            {"pane_id": pane_id, "user_pane": True, "truncated_chars": cut.cut_chars},
+        )
+
 
 # -- tmux_send_keys ---------------------------------------------------------------------------
 
 
-class SendKeysParams(ToolParams):
-    target: str = Field(description="Pane id (%3), session name or session:window.pane.")
+class SendKeysParams(Selectors, ActionMeta):
     keys: list[str] = Field(
         default_factory=list,
-        description="tmux key names pressed first, in order: C-c, C-d, Enter, Escape, Tab, Up, "
-        "Down, PPage, NPage, M-x, F5, q …",
+        description="tmux key names pressed after the text, in order: C-c, C-d, Enter, Escape, "
+        "Tab, Up, Down, PPage, NPage, M-x, F5, q …",
     )
     literal_text: str | None = Field(
-        default=None, description="Text typed as is after the keys (no key names inside)."
+        default=None, description="Text typed as is, first (no key names inside)."
     )
-    enter: bool = Field(default=False, description="Press Enter after the text.")
-    delay: float = Field(
-        default=0.3,
-        ge=0,
-        le=MAX_DELAY,
-        description="Seconds to wait before the screen shown in the result is captured.",
-    )
-    why: str | None = Field(default=None, description="One sentence: why these keys, now.")
-    risk: Literal["low", "medium", "high"] | None = Field(
-        default=None, description="Your own risk estimate; it never lowers the computed risk."
-    )
-    mutation: bool | None = Field(
-        default=None, description="True if the keys change files, state or services."
-    )
-    privesc: bool | None = Field(
-        default=None, description="True if they need elevated privileges (sudo, root)."
-    )
+    enter: bool = Field(default=False, description="Press Enter last.")
+    delay: float = delay_field(0.0, "How long to wait before sending")
+    screen_after: float = delay_field(0.3, "How long to wait before showing the screen")
+
+    @field_validator("delay", "screen_after", mode="before")
+    @classmethod
+    def _durations(cls, value: object) -> float:
+        return parse_delay(value)
 
     @model_validator(mode="after")
     def _something_to_send(self) -> SendKeysParams:
@@ -176,228 +210,94 @@ class SendKeysParams(ToolParams):
             raise ValueError("send at least one of keys, literal_text or enter")
         return self
 
+    def typed(self) -> str:
+        """What the call types: the text, then the characters its keys spell (``q``, Space)."""
+        spelled = "".join(
+            " " if key.lower() == "space" else key
+            for key in self.keys
+            if len(key) == 1 or key.lower() == "space"
+        )
+        return (self.literal_text or "") + spelled
+
 
 class TmuxSendKeysTool(Tool[SendKeysParams]):
     name = "tmux_send_keys"
     label = "Send keys"
     Params = SendKeysParams
     permission = PermissionMode.READ_ONLY
-    """The floor: typed text plus Enter is judged as a command, like run_shell."""
+    """The floor: typed text is judged as a command, like run_shell."""
     truncation = TruncationRule.tail(8000)
     aliases: ClassVar[dict[str, str]] = {"pane_id": "target", "text": "literal_text"}
-    description = """Press keys or type text in a tmux pane, then show its screen.
+    description = """Type text or press keys in a tmux pane, then show its screen.
 
 When to use: interrupting a running command (keys ["C-c"]); answering a prompt (y/n, a
 password the user gave you); driving an interactive program (a REPL, vim, less, top).
 When NOT to use: running a shell command and reading its output (run_shell does it and
 returns the exit code); just looking at a pane (tmux_capture_pane).
-Disambiguation: order is keys, then literal_text, then Enter. The target must exist: a
-missing pane is an error, keys are never sent elsewhere. Text typed with enter=true into a
-shell is judged (and may need approval) exactly like a run_shell command; `exit`, `set -e` and
-`exec` are refused in agent panes.
-Examples: {"target": "%3", "keys": ["C-c"]}; {"target": "%3", "literal_text": "y", "enter":
-true}; {"target": "%4", "keys": ["Escape"], "literal_text": ":wq", "enter": true, "why":
-"save the file"}"""
+Disambiguation: order is literal_text, then keys, then Enter (after waiting `delay`). Without
+target/session/pane the keys go to the shared agent pane; a missing pane is an error, keys are
+never sent elsewhere. Typed text is judged (and may need approval) exactly like a run_shell
+command; `exit`, `set -e` and `exec` are refused in agent panes.
+Examples: {"keys": ["C-c"], "why": "stop the hung server"}; {"target": "%3", "literal_text":
+"y", "enter": true}; {"session": "build", "pane": "repl", "literal_text": ":wq", "keys":
+["Enter"], "delay": "500ms", "why": "save the file"}"""
 
     def access(self, params: SendKeysParams) -> ToolAccess:
-        typed_command = params.literal_text if params.enter and params.literal_text else None
+        typed = params.typed()
         permission = PermissionMode.READ_ONLY
-        if (params.literal_text and not params.enter) or params.mutation:
+        if params.mutation:
             permission = PermissionMode.WORKSPACE_WRITE
         if params.privesc:
             permission = PermissionMode.DANGER_FULL_ACCESS
         return ToolAccess(
             permission=permission,
-            command=typed_command,
-            subject=params.target,
+            # Rated whether or not this call presses Enter: a later bare Enter would run it.
+            command=typed if typed.strip() else None,
+            subject=params.target or params.pane or params.session,
             claimed_risk=params.risk,
             why=params.why,
             acting=True,
         )
 
     async def execute(self, params: SendKeysParams, ctx: ToolContext) -> ToolResult:
-        backend = _tmux(ctx)
+        backend = tmux_backend(ctx)
         sent: list[str] = []
         try:
-            pane_id = params.target
-            if params.keys:
-                pane_id = await backend.send_keys(params.target, params.keys)
-                sent.append("keys " + " ".join(params.keys))
-            if params.literal_text or params.enter:
-                pane_id = await backend.send_keys(
-                    pane_id, params.literal_text or "", literal=True, enter=params.enter
-                )
-                if params.literal_text:
-                    sent.append(f"text {params.literal_text!r}")
-                if params.enter:
-                    sent.append("Enter")
+            pane_id = await select_target(
+                backend, target=params.target, session=params.session, pane=params.pane
+            ) or await backend.resolve_target(backend.default_pane or backend.default_session)
+            typed = params.typed()
+            if typed.strip() and (params.enter or SUBMIT_KEYS & set(params.keys)):
+                await _guard_shell(backend, pane_id, typed)
             if params.delay:
                 await asyncio.sleep(params.delay)
+            if params.literal_text:
+                await backend.send_keys(pane_id, params.literal_text, literal=True)
+                sent.append(f"text {params.literal_text!r}")
+            if params.keys:
+                await backend.send_keys(pane_id, params.keys)
+                sent.append("keys " + " ".join(params.keys))
+            if params.enter:
+                await backend.send_keys(pane_id, (), enter=True)
+                sent.append("Enter")
+            if params.screen_after:
+                await asyncio.sleep(params.screen_after)
             capture = await backend.capture(pane_id)
         except BackendError as error:
-            raise _failure(error) from None
+            raise failure(error) from None
         screen = capture.text[-SCREEN_AFTER_KEYS:] if capture.text else "(empty)"
-        text = f"sent to pane {pane_id}: {'; '.join(sent)}\nscreen after {params.delay:g} s:\n"
+        text = (
+            f"sent to pane {pane_id}: {'; '.join(sent)}\nscreen after {params.screen_after:g} s:\n"
+        )
         return ToolResult(text + screen, {"pane_id": pane_id, "truncated_chars": 0})
 
 
-# -- sessions and panes -----------------------------------------------------------------------
-
-
-class CreateSessionParams(ToolParams):
-    name: str = Field(description="Session name; it is prefixed with atui- (build → atui-build).")
-    cwd: str | None = Field(default=None, description="Directory its first pane starts in.")
-
-
-class TmuxCreateSessionTool(Tool[CreateSessionParams]):
-    name = "tmux_create_session"
-    label = "New tmux session"
-    Params = CreateSessionParams
-    permission = PermissionMode.WORKSPACE_WRITE
-    description = """Create a tmux session of your own, with one shell pane ready for commands.
-
-When to use: a long-running process that should keep its own screen (a dev server, a watcher,
-a database shell) while you keep working in the shared pane.
-When NOT to use: one more command (run_shell); a second shell beside the shared one in the
-same view (tmux_create_pane).
-Disambiguation: names get the atui- prefix and a tag, and there is a limit on sessions; run
-commands there with run_shell target=<session or pane id>, look with tmux_capture_pane.
-Examples: {"name": "devserver"}; {"name": "db", "cwd": "services/db"}"""
-
-    def access(self, params: CreateSessionParams) -> ToolAccess:
-        return ToolAccess(
-            permission=PermissionMode.WORKSPACE_WRITE,
-            read_paths=[params.cwd] if params.cwd else [],
-            subject=params.name,
-        )
-
-    async def execute(self, params: CreateSessionParams, ctx: ToolContext) -> ToolResult:
-        backend = _tmux(ctx)
-        cwd = str(ctx.resolve_path(params.cwd)) if params.cwd else str(ctx.workspace)
-        try:
-            session, pane_id = await backend.create_session(params.name, cwd=cwd)
-        except BackendError as error:
-            raise _failure(error) from None
-        return ToolResult(
-            f"created session {session} with pane {pane_id} (shell ready in {cwd}). Run "
-            f'commands there with run_shell target="{pane_id}"',
-            {"session": session, "pane_id": pane_id},
-        )
-
-
-class KillSessionParams(ToolParams):
-    name: str = Field(description="A session you created (with or without the atui- prefix).")
-
-
-class TmuxKillSessionTool(Tool[KillSessionParams]):
-    name = "tmux_kill_session"
-    label = "Kill tmux session"
-    Params = KillSessionParams
-    permission = PermissionMode.WORKSPACE_WRITE
-    description = """Kill one of your tmux sessions and everything running in it.
-
-When to use: a session you created is no longer needed (its server stopped, the job is done).
-When NOT to use: stopping one program (tmux_send_keys C-c); closing one pane (tmux_kill_pane).
-Disambiguation: only sessions agent-tui created can be killed; the shared session cannot.
-Examples: {"name": "devserver"}; {"name": "atui-db"}"""
-
-    def access(self, params: KillSessionParams) -> ToolAccess:
-        return ToolAccess(permission=PermissionMode.WORKSPACE_WRITE, subject=params.name)
-
-    async def execute(self, params: KillSessionParams, ctx: ToolContext) -> ToolResult:
-        backend = _tmux(ctx)
-        try:
-            session = await backend.kill_session(params.name)
-        except BackendError as error:
-            raise _failure(error) from None
-        return ToolResult(f"killed session {session}", {"session": session})
-
-
-class CreatePaneParams(ToolParams):
-    session: str | None = Field(
-        default=None, description="Session to add the pane to; default: the shared one."
-    )
-    target: str | None = Field(default=None, description="Pane to split (instead of `session`).")
-    direction: Literal["below", "right", "window"] = Field(
-        default="below", description="Split below or to the right, or open a new window."
-    )
-    cwd: str | None = Field(default=None, description="Directory the new shell starts in.")
-
-
-class TmuxCreatePaneTool(Tool[CreatePaneParams]):
-    name = "tmux_create_pane"
-    label = "New tmux pane"
-    Params = CreatePaneParams
-    permission = PermissionMode.WORKSPACE_WRITE
-    description = """Open a new shell pane (a split or a window) in one of your tmux sessions.
-
-When to use: running something long (a server, `tail -f`) while still using the shared pane,
-with both visible to the user.
-When NOT to use: a single command (run_shell); a separate group of panes (tmux_create_session).
-Disambiguation: the new pane is set up for run_shell target=<pane id>; panes are limited in
-number; close it with tmux_kill_pane.
-Examples: {}; {"direction": "right", "cwd": "frontend"}; {"session": "devserver", "direction":
-"window"}"""
-
-    def access(self, params: CreatePaneParams) -> ToolAccess:
-        return ToolAccess(
-            permission=PermissionMode.WORKSPACE_WRITE,
-            read_paths=[params.cwd] if params.cwd else [],
-            subject=params.target or params.session,
-        )
-
-    async def execute(self, params: CreatePaneParams, ctx: ToolContext) -> ToolResult:
-        backend = _tmux(ctx)
-        cwd = str(ctx.resolve_path(params.cwd)) if params.cwd else str(ctx.workspace)
-        try:
-            pane_id = await backend.create_pane(
-                session=params.session, target=params.target, direction=params.direction, cwd=cwd
-            )
-        except BackendError as error:
-            raise _failure(error) from None
-        return ToolResult(
-            f'opened pane {pane_id} (shell ready in {cwd}); run_shell target="{pane_id}" runs '
-            "commands there",
-            {"pane_id": pane_id},
-        )
-
-
-class KillPaneParams(ToolParams):
-    target: str = Field(description="Pane id (%3) or session:window.pane of a pane you opened.")
-
-
-class TmuxKillPaneTool(Tool[KillPaneParams]):
-    name = "tmux_kill_pane"
-    label = "Kill tmux pane"
-    Params = KillPaneParams
-    permission = PermissionMode.WORKSPACE_WRITE
-    aliases: ClassVar[dict[str, str]] = {"pane_id": "target"}
-    description = """Close one of your tmux panes and whatever runs in it.
-
-When to use: a pane you opened is no longer needed.
-When NOT to use: stopping a program but keeping the shell (tmux_send_keys C-c); a whole
-session (tmux_kill_session).
-Disambiguation: only panes of agent-tui's sessions; the shared pane cannot be killed.
-Examples: {"target": "%5"}; {"target": "devserver:0.1"}"""
-
-    def access(self, params: KillPaneParams) -> ToolAccess:
-        return ToolAccess(permission=PermissionMode.WORKSPACE_WRITE, subject=params.target)
-
-    async def execute(self, params: KillPaneParams, ctx: ToolContext) -> ToolResult:
-        backend = _tmux(ctx)
-        try:
-            pane_id = await backend.kill_pane(params.target)
-        except BackendError as error:
-            raise _failure(error) from None
-        return ToolResult(f"killed pane {pane_id}", {"pane_id": pane_id})
+async def _guard_shell(backend: Any, pane_id: str, typed: str) -> None:
+    """The shared-shell guard for text a shell will run (``exit``, ``set -e``, ``exec``)."""
+    for info in await backend.list_panes():
+        if info.pane_id == pane_id and detect_shell(info.command) is not None:
+            check_shared_shell(typed)
 
 
 def tmux_tools() -> list[Tool[Any]]:
-    return [
-        TmuxCapturePaneTool(),
-        TmuxSendKeysTool(),
-        TmuxCreateSessionTool(),
-        TmuxKillSessionTool(),
-        TmuxCreatePaneTool(),
-        TmuxKillPaneTool(),
-    ]
+    return [TmuxCapturePaneTool(), TmuxSendKeysTool(), *management_tools()]

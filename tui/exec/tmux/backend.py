@@ -57,9 +57,11 @@ from tui.exec.tmux.sessions import (
     PaneInfo,
     SessionInfo,
     canonical_session_name,
+    capture_flags,
     is_pane_id,
     list_panes,
     list_sessions,
+    name_pane,
     new_pane_command,
     session_owner,
     setup_new_session,
@@ -194,6 +196,8 @@ class TmuxBackend(ExecutionBackend):
         env: Environment for the tmux client (and so a server it starts, and its panes).
         config: ``tmux -f`` file for a server we start (None: tmux's usual ~/.tmux.conf).
         max_sessions, max_panes: Limits on what the tools may create (default included).
+        allow_user_pane_capture: ``[tmux] allow_user_pane_capture``: the capture tool may
+            read the person's own pane (``$TMUX_PANE``).
         width, height: Size of sessions we create while nobody is attached.
         workspace: The workspace's real path, tagged on the session (``lifecycle``).
         own_session: The session is this instance's own: ``close`` kills it (and the
@@ -217,6 +221,7 @@ class TmuxBackend(ExecutionBackend):
         config: str | None = None,
         max_sessions: int = 8,
         max_panes: int = 16,
+        allow_user_pane_capture: bool = False,
         width: int = 200,
         height: int = 50,
         workspace: str | None = None,
@@ -236,6 +241,8 @@ class TmuxBackend(ExecutionBackend):
         self.config = config
         self.max_sessions = max_sessions
         self.max_panes = max_panes
+        self.allow_user_pane_capture = allow_user_pane_capture
+        """The person let ``tmux_capture_pane user_pane=true`` read their own pane."""
         self.width = width
         self.height = height
         self.workspace = workspace
@@ -1009,8 +1016,10 @@ class TmuxBackend(ExecutionBackend):
         join_wrapped: bool = True,
         escape_sequences: bool = False,
         alternate: bool = False,
+        preserve_trailing_spaces: bool = False,
+        escape_non_printable: bool = False,
     ) -> CaptureResult:
-        """The pane's text (visible screen by default; ``start=-200`` for history)."""
+        """The pane's text (visible screen by default; ``start=-200`` or ``"-"`` for history)."""
         notices = self._take_notices()
         await self.ensure_started(notices)
         pane_id = await self._capture_target(target, notices)
@@ -1018,12 +1027,13 @@ class TmuxBackend(ExecutionBackend):
         args = ["capture-pane", "-p", "-t", pane_id]
         if join_wrapped:
             args.append("-J")
-        if escape_sequences:
-            args.append("-e")
-        if start is not None:
-            args += ["-S", str(start)]
-        if end is not None:
-            args += ["-E", str(end)]
+        args += capture_flags(
+            escape_sequences=escape_sequences,
+            preserve_trailing_spaces=preserve_trailing_spaces,
+            escape_non_printable=escape_non_printable,
+            start=start,
+            end=end,
+        )
         nonce_query = f"display-message -p -t {pane_id} '#{{{NONCE_OPTION}}}'"
         first = " ".join([*args, "-a"]) if alternate else " ".join(args)
         screen, nonce = await client.commands([first, nonce_query])
@@ -1031,7 +1041,8 @@ class TmuxBackend(ExecutionBackend):
             notices.append(f"pane {pane_id} has no alternate screen; showing its normal one")
             screen = (await client.commands([" ".join(args)]))[0]
         self._mark_used(pane_id)
-        return CaptureResult(pane_id, _clean_capture(screen.check(), _first(nonce)), notices)
+        text = _clean_capture(screen.check(), _first(nonce), keep_trailing=preserve_trailing_spaces)
+        return CaptureResult(pane_id, text, notices)
 
     async def _capture_target(self, target: str | None, notices: list[str]) -> str:
         if target is not None:
@@ -1161,8 +1172,13 @@ class TmuxBackend(ExecutionBackend):
             PaneInfo(**{**p.__dict__, "is_default": p.pane_id == self.default_pane}) for p in panes
         ]
 
-    async def create_session(self, name: str, *, cwd: str | None = None) -> tuple[str, str]:
-        """A new tagged session with one set-up pane: ``(session name, pane id)``."""
+    async def create_session(
+        self, name: str, *, cwd: str | None = None, pane_name: str | None = None
+    ) -> tuple[str, str]:
+        """A new tagged session with one set-up pane: ``(session name, pane id)``.
+
+        ``pane_name``: the first pane's name (canonical, see ``canonical_pane_name``).
+        """
         await self.ensure_started(self._pending_notices)
         session = _session_name(name)
         primary = await self._primary()
@@ -1190,6 +1206,8 @@ class TmuxBackend(ExecutionBackend):
             shell=self.shell,
             cwd=cwd or self.default_cwd,
         )
+        if pane_name:
+            await name_pane(client, pane_id, pane_name)
         await self._setup_pane(pane_id, session, created=True)
         self._mark_used(pane_id)
         self.created_sessions.add(session)
@@ -1222,8 +1240,12 @@ class TmuxBackend(ExecutionBackend):
         target: str | None = None,
         direction: Direction = "below",
         cwd: str | None = None,
+        name: str | None = None,
     ) -> str:
-        """A new set-up pane: split ``target`` (or the session's active pane), or a window."""
+        """A new set-up pane: split ``target`` (or the session's active pane), or a window.
+
+        ``name`` (canonical) must be new in that session: ``pane=NAME`` then finds it.
+        """
         await self.ensure_started(self._pending_notices)
         primary = await self._primary()
         await self._check_pane_limit(primary)
@@ -1234,6 +1256,10 @@ class TmuxBackend(ExecutionBackend):
         (owner_session,) = await primary.command(
             f"display-message -p -t {anchor} '#{{session_name}}'"
         )
+        if name and any(
+            p.name == name for p in await list_panes(primary, self.owner, session=owner_session)
+        ):
+            raise BackendError(f"session {owner_session} already has a pane named {name!r}")
         client = await self._client(owner_session)  # attached before the pane makes output
         if direction == "window":
             command = new_pane_command(
@@ -1247,6 +1273,8 @@ class TmuxBackend(ExecutionBackend):
         (line,) = await client.command(command)
         pane_id = line.strip()
         await client.command(f"set-option -p -t {pane_id} {OWNER_OPTION} {quote(self.owner)}")
+        if name:
+            await name_pane(client, pane_id, name)
         await self._setup_pane(pane_id, owner_session, created=True)
         self._mark_used(pane_id)
         return pane_id
@@ -1372,19 +1400,23 @@ def _first(reply: Reply) -> str | None:
     return reply.lines[0].strip() or None
 
 
-def _clean_capture(lines: list[str], nonce: str | None) -> str:
-    """Capture lines without our markers (marker-only lines dropped) or trailing blank lines."""
+def _clean_capture(lines: list[str], nonce: str | None, *, keep_trailing: bool = False) -> str:
+    """Capture lines without our markers (marker-only lines dropped) or trailing blank lines.
+
+    ``keep_trailing``: leave each line's trailing spaces (``capture-pane -N`` asked for them).
+    """
+    end = (lambda line: line) if keep_trailing else str.rstrip
     kept: list[str] = []
     for line in lines:
         if "__ATUI_" in line:
             stripped = strip_markers(line, nonce)
             if stripped == line:
-                kept.append(line.rstrip())
+                kept.append(end(line))
                 continue
             if not _SGR.sub("", stripped).strip():
                 continue  # a marker-only line (with -e, only its attributes are left)
             line = stripped
-        kept.append(line.rstrip())
+        kept.append(end(line))
     while kept and not kept[-1].strip():
         kept.pop()
     return "\n".join(kept)

@@ -20,6 +20,8 @@ PREFIX = "atui-"
 OWNER_OPTION = "@agent_tui_owner"
 DEFAULT_PANE_OPTION = "@agent_tui_default_pane"
 NONCE_OPTION = "@agent_tui_nonce"
+PANE_NAME_OPTION = "@agent_tui_pane_name"
+"""A pane's name (``tmux_create_pane name=…``), also shown as its title; ``pane=NAME`` finds it."""
 PLACEHOLDER = "cat"
 """What a new session's first window runs until the real pane exists: cheap, waits on input."""
 
@@ -47,6 +49,60 @@ def canonical_session_name(name: str) -> str:
     return cleaned[:64]
 
 
+def canonical_pane_name(name: str) -> str:
+    """``"Web Server"`` → ``web-server``: the session rule without the prefix, 32 characters.
+
+    Lower case, so ``pane="Worker"`` and ``pane="worker"`` find the same pane; never all digits
+    or a ``%`` id, which ``pane=`` reads as an index or a pane id.
+    """
+    cleaned = re.sub(r"[^a-z0-9_-]+", "-", name.strip().lower()).strip("-")[:32]
+    if not cleaned or cleaned.isdigit():
+        raise ValueError(f"not a usable pane name: {name!r} (letters, digits, - and _)")
+    return cleaned
+
+
+async def name_pane(client: ControlClient, pane_id: str, name: str) -> None:
+    """Tag ``pane_id`` with ``name`` (already canonical) and show it as the pane's title."""
+    for reply in await client.commands(
+        [
+            f"set-option -p -t {pane_id} {PANE_NAME_OPTION} {quote(name)}",
+            f"select-pane -t {pane_id} -T {quote(name)}",
+        ]
+    ):
+        reply.check()
+
+
+def capture_flags(
+    *,
+    escape_sequences: bool = False,
+    preserve_trailing_spaces: bool = False,
+    escape_non_printable: bool = False,
+    start: int | str | None = None,
+    end: int | str | None = None,
+) -> list[str]:
+    """``capture-pane`` flags (``-e -N -C -S -E``), shared by our panes and the person's.
+
+    A line is ``"-"`` (history start / screen end) or a whole number, nothing else: the value
+    lands on a tmux command line.
+    """
+    flags = [
+        flag
+        for flag, wanted in (
+            ("-e", escape_sequences),
+            ("-N", preserve_trailing_spaces),
+            ("-C", escape_non_printable),
+        )
+        if wanted
+    ]
+    for flag, line in (("-S", start), ("-E", end)):
+        if line is None:
+            continue
+        if line != "-" and not isinstance(line, int):
+            raise BackendError(f'a capture line must be "-" or a whole number, not {line!r}')
+        flags += [flag, str(line)]
+    return flags
+
+
 def is_pane_id(target: str) -> bool:
     return bool(_PANE_ID.fullmatch(target))
 
@@ -72,6 +128,8 @@ class PaneInfo:
     dead: bool
     path: str
     is_default: bool = False
+    name: str = ""
+    """Its name from ``tmux_create_pane name=…`` (canonical), empty when it has none."""
 
     @property
     def address(self) -> str:
@@ -118,13 +176,14 @@ async def list_panes(
             "pane_height",
             "pane_dead",
             "pane_current_path",
+            PANE_NAME_OPTION,
         )
     )
     panes = []
     seen: set[str] = set()
     for line in lines:
         parts = line.split(_FIELD_SEP)
-        if len(parts) != 9 or parts[1] not in ours or parts[0] in seen:
+        if len(parts) != 10 or parts[1] not in ours or parts[0] in seen:
             continue
         seen.add(parts[0])
         panes.append(
@@ -138,6 +197,7 @@ async def list_panes(
                 height=_int(parts[6]),
                 dead=parts[7] == "1",
                 path=parts[8],
+                name=parts[9],
             )
         )
     return panes

@@ -1,0 +1,91 @@
+"""What the tmux tools share: the backend check, error mapping, notes, Buddy's action metadata."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from tui.exec.backend import BackendError
+from tui.exec.tmux.guard import ShellGuardError
+from tui.exec.tmux.sessions import NotOurs
+from tui.tools.base import ToolParams
+from tui.tools.context import ToolContext
+from tui.tools.durations import FORMS, parse_duration
+from tui.tools.errors import ExecutionFailed, NotFound, PermissionDenied
+
+MAX_DELAY = 600.0
+"""The longest ``delay`` a tmux tool waits (10 minutes; use run_shell wait for longer)."""
+
+
+def tmux_backend(ctx: ToolContext) -> Any:
+    backend = ctx.backend
+    if not getattr(backend, "SUPPORTS_TMUX", False):
+        raise ExecutionFailed(f"{backend.actor} is not a tmux backend; start agent-tui with tmux")
+    return backend
+
+
+def failure(error: BackendError) -> Exception:
+    if isinstance(error, NotOurs):
+        return NotFound(error.msg)
+    if isinstance(error, ShellGuardError):
+        return PermissionDenied(error.msg)
+    return ExecutionFailed(error.msg)
+
+
+def notes(ctx: ToolContext, notices: list[str]) -> list[str]:
+    for notice in notices:
+        ctx.notice(notice)
+    return [f"note: {notice}" for notice in notices]
+
+
+def delay_field(default: float, what: str) -> Any:
+    return Field(default=default, description=f"{what} ({FORMS}; at most 10m).")
+
+
+def parse_delay(value: object) -> float:
+    return parse_duration(value, what="delay", maximum=MAX_DELAY)
+
+
+class ActionMeta(ToolParams):
+    """Buddy's metadata on every tool that acts: shown in the approval, never trusted for it.
+
+    The computed risk decides; ``risk`` can only raise what the person is shown, ``mutation``
+    and ``privesc`` can only raise the permission the call needs.
+    """
+
+    why: str | None = Field(default=None, description="One sentence: why this, now.")
+    risk: Literal["low", "medium", "high"] | None = Field(
+        default=None, description="Your own risk estimate; it never lowers the computed risk."
+    )
+    mutation: bool | None = Field(
+        default=None, description="True if this changes files, state or services."
+    )
+    privesc: bool | None = Field(
+        default=None, description="True if it needs elevated privileges (sudo, root)."
+    )
+
+
+class Selectors(ToolParams):
+    """A pane by raw ``target`` or, as in Buddy, by managed ``session`` and ``pane``."""
+
+    target: str | None = Field(
+        default=None,
+        description="Pane id (%3), session name or session:window.pane; default: the shared "
+        "pane. Prefer session/pane.",
+    )
+    session: str | None = Field(
+        default=None,
+        description="One of your sessions (its active pane unless `pane` is given); default: "
+        "the shared session.",
+    )
+    pane: str | None = Field(
+        default=None,
+        description="One of your panes: its name (tmux_create_pane name=…), its index in the "
+        "session's window, or its id (%3).",
+    )
+
+    @field_validator("pane", mode="before")
+    @classmethod
+    def _pane_text(cls, value: object) -> object:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
