@@ -46,8 +46,8 @@ LOGGER = """\
 import json, os, sys
 data = json.load(sys.stdin)
 variables = {k: v for k, v in os.environ.items() if k.startswith("HOOK_")}
-with open(sys.argv[1], "a") as log:
-    log.write(json.dumps({"stdin": data, "env": variables,
+with open(sys.argv[2], "a") as log:
+    log.write(json.dumps({"section": sys.argv[1], "stdin": data, "env": variables,
                           "leaked": os.environ.get("AGENT_TUI_TEST_SECRET")}) + "\\n")
 if data["hook_event_name"] == "PostToolUseFailure":
     print("the failure hook saw it", file=sys.stderr)
@@ -82,7 +82,7 @@ def write_hooks(workspace: Path, script: str, *sections: str, args: str = "") ->
         lines += [
             f"[[hooks.{section}]]",
             'matcher = "*"',
-            f"command = '{sys.executable} {path} {args}'",
+            f"command = '{sys.executable} {path} {section} {args}'",
             "",
         ]
     (workspace / ".agent-tui.toml").write_text("\n".join(lines), encoding="utf-8")
@@ -127,6 +127,8 @@ async def test_failure_hooks_replace_post_hooks_and_every_hook_gets_hook_variabl
         ("call_ok", "PreToolUse"),
     ]
     failed = seen[("call_missing", "PostToolUseFailure")]
+    assert failed["section"] == "post_tool_use_failure"
+    assert seen[("call_ok", "PostToolUse")]["section"] == "post_tool_use"
     assert failed["env"]["HOOK_EVENT"] == "PostToolUseFailure"
     assert failed["env"]["HOOK_TOOL_NAME"] == "read_file"
     assert json.loads(failed["env"]["HOOK_TOOL_INPUT"]) == {"path": "no-such-file.txt"}
