@@ -36,8 +36,10 @@ def _fraction(value: float | None) -> float | None:
 def _message(text: object) -> str:
     if not isinstance(text, str):
         return ""
-    line = " ".join(clean(text).split())  # one line: no newlines or escapes into the block
-    return excerpt(line, MAX_MESSAGE_CHARS)
+    # One line of plain text: no newlines, and no escape or control characters that could
+    # move the cursor or recolour the terminal once shown.
+    shown = "".join(ch if ch.isprintable() else " " for ch in clean(text[: MAX_MESSAGE_CHARS * 4]))
+    return excerpt(" ".join(shown.split()), MAX_MESSAGE_CHARS)
 
 
 class ProgressCoalescer:
