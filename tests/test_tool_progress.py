@@ -120,7 +120,8 @@ async def test_the_tool_block_shows_a_bar_and_the_message_while_running() -> Non
             ]
         )
         await pilot.pause()
-        assert "%" not in str(block.border_subtitle)  # ended: no bar, and no late one
+        assert "%" not in str(block.border_subtitle)  # ended: no bar
+        assert block.state.progress == 0.42  # and a late report does not land
 
 
 def test_mcp_progress_reaches_stream_json(
