@@ -49,6 +49,7 @@ async def test_a_flood_becomes_at_most_ten_a_second_and_the_last_word_is_kept() 
     progress.close()  # the call ended: what was held goes out before its end event
     assert [e.message for e in sent] == ["step 1", "step 1000"]
     assert sent[-1].fraction == 1.0
+    clock.now += 1
     progress.report(0.5, "late")  # after the end: never reopens the block
     assert len(sent) == 2
 
