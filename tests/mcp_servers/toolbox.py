@@ -1,7 +1,8 @@
 """A stdio MCP server whose behaviour the first argument picks.
 
-- ``serve`` (default): tools that echo, report progress, fail, return images and resources, crash, hang, and
-  add or remove tools at run time (each change followed by ``notifications/tools/list_changed``).
+- ``serve`` (default): tools that echo, report progress, fail, return images and resources,
+  crash, hang, and add or remove tools at run time (each change followed by
+  ``notifications/tools/list_changed``).
 - ``exit-at-start``: writes a reason to stderr and exits with code 2 before serving.
 - ``silent``: reads stdin and never answers, so ``initialize`` never completes.
 

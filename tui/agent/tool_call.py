@@ -54,10 +54,16 @@ class CallRunner:
         if decision.arguments is not None:
             self.emit(Notice(message=f"a hook rewrote the arguments of {call.name}", level="info"))
             info = ToolCallInfo(call.id, call.name, arguments)
-        result = await self.registry.execute(call.name, arguments, self._context(info, decision))
+        ctx, progress = self._context(info, decision)
+        try:
+            result = await self.registry.execute(call.name, arguments, ctx)
+        finally:
+            progress.close()  # also when the task is cancelled: no timer outlives the call
         return await self.hooks.run_after_tool(info, result)
 
-    def _context(self, info: ToolCallInfo, decision: PreToolDecision) -> ToolContext:
+    def _context(
+        self, info: ToolCallInfo, decision: PreToolDecision
+    ) -> tuple[ToolContext, ProgressCoalescer]:
         progress = ProgressCoalescer(
             lambda event: update(event),
             tool_call_id=info.tool_call_id,
@@ -77,7 +83,7 @@ class CallRunner:
             self.emit(changed)
             self.hooks.observe_update(info, changed)
 
-        return ToolContext(
+        ctx = ToolContext(
             tool_call_id=info.tool_call_id,
             tool_name=info.tool_name,
             backend=self.backend,
@@ -89,3 +95,4 @@ class CallRunner:
             hook_permission=decision.permission,
             hook_permission_reason=decision.permission_reason,
         )
+        return ctx, progress
