@@ -38,6 +38,7 @@ from tui.events import (
     Event,
     Notice,
     ToolCallCompleted,
+    ToolCallSkipped,
     ToolCallStarted,
     TurnEnded,
     UserMessage,
@@ -823,6 +824,10 @@ async def test_in_process_before_tool_callback_skips_a_call(
     assert text == "Error (PermissionDenied): blocked by a hook: the test said no"
     assert not (workspace / "skipped.txt").exists() and (workspace / "ran.txt").exists()
     assert [e.tool_call_id for e in rec.of(ToolCallStarted)] == ["call_run"]
+    # phi-core's contract: a skipped call never starts and never ends; its result is all.
+    assert [e.tool_call_id for e in rec.of(ToolCallCompleted)] == ["call_run"]
+    skipped = rec.of(ToolCallSkipped)
+    assert [(e.tool_call_id, e.result) for e in skipped] == [("call_skip", text)]
 
 
 HOOK_SCRIPT = """\

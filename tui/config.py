@@ -321,7 +321,9 @@ class HooksSettings(BaseModel):
     pre_tool_use: list[HookCommand] = Field(default_factory=list)
     """Run before a matching call; a non-zero exit blocks the call."""
     post_tool_use: list[HookCommand] = Field(default_factory=list)
-    """Run after a matching call has finished."""
+    """Run after a matching call has finished without error."""
+    post_tool_use_failure: list[HookCommand] = Field(default_factory=list)
+    """Run instead of ``post_tool_use`` after a matching call ended in error."""
 
 
 class TmuxSettings(BaseModel):

@@ -97,6 +97,31 @@ class ToolOutputChunk(Event):
     text: str
 
 
+class ToolProgress(Event):
+    """How far a running tool says it is (an MCP server's progress notification, say).
+
+    Coalesced per call before it reaches the bus, so a chatty tool never floods the UI.
+    """
+
+    kind: Literal["tool_progress"] = "tool_progress"
+    tool_call_id: str
+    tool_name: str
+    fraction: float | None = None
+    """0..1 when the tool knows its total; None when it only says something."""
+    message: str = ""
+
+
+class ToolCallSkipped(Event):
+    """A before-tool hook decided the call does not run: it never started and never ends,
+    only this result exists (the model reads the same text)."""
+
+    kind: Literal["tool_skipped"] = "tool_skipped"
+    tool_call_id: str
+    tool_name: str
+    result: str
+    """What the model reads instead of the tool's output (bounded)."""
+
+
 class ToolCallCompleted(Event):
     kind: Literal["tool_completed"] = "tool_completed"
     tool_call_id: str
@@ -283,6 +308,8 @@ AnyEvent = Annotated[
     | ToolCallRequested
     | ToolCallStarted
     | ToolOutputChunk
+    | ToolProgress
+    | ToolCallSkipped
     | ToolCallCompleted
     | ApprovalRequested
     | ApprovalResolved

@@ -25,6 +25,7 @@ from tui.events import (
     Notice,
     ScheduledJobFinished,
     ToolCallCompleted,
+    ToolCallSkipped,
     ToolCallStarted,
 )
 from tui.security.approval import ApprovalAnswer
@@ -70,6 +71,8 @@ class HeadlessPrinter:
                 if event.is_error
                 else (f"✓ {event.tool_name} ({event.duration_ms:.0f} ms)")
             )
+        elif isinstance(event, ToolCallSkipped):
+            line = f"✗ {event.tool_name} skipped: {event.result[:200]}"
         elif isinstance(event, ApprovalRequested):
             line = f"? {event.tool_name} needs approval: {event.command or event.arguments}"
         elif isinstance(event, ErrorEvent):

@@ -246,6 +246,7 @@ def build_session(
     hooks = Hooks(
         pre_commands=list(settings.hooks.pre_tool_use),
         post_commands=list(settings.hooks.post_tool_use),
+        post_failure_commands=list(settings.hooks.post_tool_use_failure),
         session_id=transcript.id,
         # Hook commands run on this machine, whatever the target.
         cwd=str(workspace) if local_paths else str(Path.cwd()),

@@ -1,7 +1,8 @@
 """A stdio MCP server whose behaviour the first argument picks.
 
-- ``serve`` (default): tools that echo, fail, return images and resources, crash, hang, and
-  add or remove tools at run time (each change followed by ``notifications/tools/list_changed``).
+- ``serve`` (default): tools that echo, report progress, fail, return images and resources,
+  crash, hang, and add or remove tools at run time (each change followed by
+  ``notifications/tools/list_changed``).
 - ``exit-at-start``: writes a reason to stderr and exits with code 2 before serving.
 - ``silent``: reads stdin and never answers, so ``initialize`` never completes.
 
@@ -163,6 +164,16 @@ async def hang(seconds: float = 3600) -> str:
             (marker_dir / "cancelled").write_text("cancelled")
         raise
     return "woke up"
+
+
+@server.tool()
+async def progress(ctx: Context, steps: int = 5, pause: float = 0.0) -> str:
+    """Report progress ``steps`` times (``pause`` seconds apart), then answer."""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step} of {steps}")
+        if pause:
+            await anyio.sleep(pause)
+    return f"done after {steps} steps"
 
 
 @server.tool(name="odd.name with spaces")

@@ -1,9 +1,13 @@
 """Hooks around tool calls and model requests.
 
 Two kinds, one contract: in-process callbacks (for embedding agent-tui) and shell commands
-from ``[hooks]`` in config, fed JSON on stdin the way Claude Code's hooks are, so existing hook
-scripts work. A pre-tool hook may deny a call (the model reads the reason) or rewrite its input;
-a post-tool hook may add feedback to the result.
+from ``[hooks]`` in config, fed JSON on stdin the way Claude Code's hooks are and ``HOOK_*``
+environment variables the way claw-code's are, so existing hook scripts work. A pre-tool hook
+may deny a call (the model reads the reason), rewrite its input, or answer
+``permissionDecision``: ``ask`` forces an approval, ``allow`` skips one only where the policy
+would have let the mode decide (see ``SecurityPolicy.authorize``). A post-tool hook may add
+feedback to the result; a call that ended in error runs the ``PostToolUseFailure`` hooks
+instead. In-process update hooks see, change or drop a call's streamed updates.
 """
 
 from __future__ import annotations
@@ -14,18 +18,29 @@ import os
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from tui.events import Event, ToolCallCompleted, ToolCallStarted
+from tui.safe_text import clean, excerpt
 from tui.security.environment import reduced_environment
 from tui.security.settings import DEFAULT_ENV_ALLOWLIST
 from tui.tools.result import ToolResult
 
+HookEventName = Literal["PreToolUse", "PostToolUse", "PostToolUseFailure"]
+HookPermission = Literal["allow", "ask"]
+
+MAX_HOOK_VARIABLE_CHARS = 32_000
+"""``HOOK_TOOL_INPUT`` / ``HOOK_TOOL_OUTPUT`` are cut here: Linux refuses to start a program
+with one environment string above 128 KiB, and a tool's output can be megabytes. The JSON on
+stdin carries the input whole."""
+
 
 class HookCommand(BaseModel):
-    """A shell command run around tool calls whose tool name matches
-    (one ``[[hooks.pre_tool_use]]`` / ``[[hooks.post_tool_use]]`` entry)."""
+    """A shell command run around tool calls whose tool name matches (one
+    ``[[hooks.pre_tool_use]]``, ``[[hooks.post_tool_use]]`` or
+    ``[[hooks.post_tool_use_failure]]`` entry)."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
@@ -58,6 +73,10 @@ class PreToolDecision:
     deny_reason: str | None = None
     arguments: str | None = None
     """Rewritten raw JSON arguments, when a hook changed them."""
+    permission: HookPermission | None = None
+    """``ask``: a person approves this call whatever the mode says; ``allow``: the mode's
+    question is skipped (never a deny rule, the ceiling, a secret read or read-only mode)."""
+    permission_reason: str = ""
 
 
 @dataclass
@@ -70,6 +89,12 @@ class ToolCallInfo:
 PreToolCallback = Callable[[ToolCallInfo], Awaitable[PreToolDecision | None]]
 PostToolCallback = Callable[[ToolCallInfo, ToolResult], Awaitable[ToolResult | None]]
 UpdateCallback = Callable[[int], Awaitable[None]]
+ToolUpdateHook = Callable[[ToolCallInfo, Event], Event | None]
+"""Sees one streamed update of a running call (output chunk, progress, notice) before it is
+published: returns it, a changed copy, or None to drop it. Synchronous, because updates
+arrive in order from a synchronous sink and must stay in order."""
+ToolUpdateObserver = Callable[[ToolCallInfo, Event], None]
+"""Sees each update after it was published (what the UI got)."""
 
 
 @dataclass
@@ -82,8 +107,13 @@ class Hooks:
     """Called with the turn number before each model request."""
     after_update: list[UpdateCallback] = field(default_factory=list)
     """Called with the turn number after each model response (and its tools) is done."""
+    before_tool_update: list[ToolUpdateHook] = field(default_factory=list)
+    """Run on each streamed update of a call before it is published (see ``ToolUpdateHook``)."""
+    after_tool_update: list[ToolUpdateObserver] = field(default_factory=list)
     pre_commands: list[HookCommand] = field(default_factory=list)
     post_commands: list[HookCommand] = field(default_factory=list)
+    post_failure_commands: list[HookCommand] = field(default_factory=list)
+    """``PostToolUseFailure``: run instead of ``post_commands`` when the call ended in error."""
     session_id: str = ""
     cwd: str = ""
     env: dict[str, str] | None = None
@@ -99,18 +129,14 @@ class Hooks:
                 continue
             if answer.deny_reason:
                 return answer
-            if answer.arguments is not None:
-                call = ToolCallInfo(call.tool_call_id, call.tool_name, answer.arguments)
-                decision.arguments = answer.arguments
+            call = _merge(decision, answer, call)
         for hook in self.pre_commands:
             if not hook.matches(call.tool_name):
                 continue
             answer = await self._run_pre_command(hook, call)
             if answer.deny_reason:
                 return answer
-            if answer.arguments is not None:
-                call = ToolCallInfo(call.tool_call_id, call.tool_name, answer.arguments)
-                decision.arguments = answer.arguments
+            call = _merge(decision, answer, call)
         return decision
 
     async def run_after_tool(self, call: ToolCallInfo, result: ToolResult) -> ToolResult:
@@ -121,10 +147,44 @@ class Hooks:
                 changed = _with_feedback(result, f"an after-tool hook failed: {_describe(error)}")
             if changed is not None:
                 result = changed
-        for hook in self.post_commands:
+        failed = result.is_error
+        event: HookEventName = "PostToolUseFailure" if failed else "PostToolUse"
+        for hook in self.post_failure_commands if failed else self.post_commands:
             if hook.matches(call.tool_name):
-                result = await self._run_post_command(hook, call, result)
+                result = await self._run_post_command(hook, call, result, event)
         return result
+
+    def filter_update(self, call: ToolCallInfo, event: Event) -> Event | None:
+        """``event`` as the before-update hooks leave it, or None when one dropped it.
+
+        A crashing hook drops the update: it may be the one that hides a secret.
+        """
+        for hook in self.before_tool_update:
+            try:
+                changed = hook(call, event)
+            except Exception:
+                return None
+            if changed is None:
+                return None
+            event = changed
+        return event
+
+    def observe_update(self, call: ToolCallInfo, event: Event) -> None:
+        for observer in self.after_tool_update:
+            try:
+                observer(call, event)
+            except Exception:  # an observer's bug must not break the call's stream
+                continue
+
+    @property
+    def watches_updates(self) -> bool:
+        return bool(self.before_tool_update or self.after_tool_update)
+
+    def _env(
+        self, event: HookEventName, call: ToolCallInfo, result: ToolResult | None
+    ) -> dict[str, str]:
+        base = self.env if self.env is not None else reduced_environment(DEFAULT_ENV_ALLOWLIST, [])
+        return {**base, **hook_variables(event, call, result)}
 
     def _payload(self, event: str, call: ToolCallInfo, **extra: Any) -> bytes:
         try:
@@ -145,7 +205,10 @@ class Hooks:
 
     async def _run_pre_command(self, hook: HookCommand, call: ToolCallInfo) -> PreToolDecision:
         outcome = await run_hook_command(
-            hook, self._payload("PreToolUse", call), cwd=self.cwd, env=self.env
+            hook,
+            self._payload("PreToolUse", call),
+            cwd=self.cwd,
+            env=self._env("PreToolUse", call, None),
         )
         if outcome.error:
             return PreToolDecision(deny_reason=f"PreToolUse hook failed: {outcome.error}")
@@ -161,23 +224,33 @@ class Hooks:
                 or "denied by a PreToolUse hook"
             )
             return PreToolDecision(deny_reason=str(reason))
+        decision = PreToolDecision()
+        if specific.get("permissionDecision") in ("allow", "ask"):
+            decision.permission = specific["permissionDecision"]
+            decision.permission_reason = excerpt(
+                str(specific.get("permissionDecisionReason") or ""), 500
+            )
         updated = specific.get("updatedInput", output.get("tool_input"))
         if isinstance(updated, dict):
-            return PreToolDecision(arguments=json.dumps(updated))
-        return PreToolDecision()
+            decision.arguments = json.dumps(updated)
+        return decision
 
     async def _run_post_command(
-        self, hook: HookCommand, call: ToolCallInfo, result: ToolResult
+        self, hook: HookCommand, call: ToolCallInfo, result: ToolResult, event: HookEventName
     ) -> ToolResult:
-        payload = self._payload(
-            "PostToolUse",
-            call,
-            tool_response={"content": result.text, "is_error": result.is_error},
+        extra: dict[str, Any] = {
+            "tool_response": {"content": result.text, "is_error": result.is_error}
+        }
+        if event == "PostToolUseFailure":
+            extra["error"] = result.text  # claude-code and claw-code name the failure's text
+            extra["tool_error"] = result.text
+        payload = self._payload(event, call, **extra)
+        outcome = await run_hook_command(
+            hook, payload, cwd=self.cwd, env=self._env(event, call, result)
         )
-        outcome = await run_hook_command(hook, payload, cwd=self.cwd, env=self.env)
         feedback = ""
         if outcome.error:
-            feedback = f"PostToolUse hook failed: {outcome.error}"
+            feedback = f"{event} hook failed: {outcome.error}"
         elif outcome.exit_code == 2:
             feedback = outcome.stderr.strip()
         else:
@@ -186,12 +259,48 @@ class Hooks:
                 feedback = str(output.get("reason", ""))
         if not feedback:
             return result
-        return _with_feedback(result, feedback)
+        return _with_feedback(result, feedback, event)
 
 
-def _with_feedback(result: ToolResult, feedback: str) -> ToolResult:
-    text = f"{result.text}\n[PostToolUse hook] {feedback}"
+def _merge(decision: PreToolDecision, answer: PreToolDecision, call: ToolCallInfo) -> ToolCallInfo:
+    """Fold one hook's answer into the running decision; the next hook sees the new input.
+    ``ask`` beats ``allow``: of two hooks, the stricter is kept."""
+    if answer.arguments is not None:
+        call = ToolCallInfo(call.tool_call_id, call.tool_name, answer.arguments)
+        decision.arguments = answer.arguments
+    if answer.permission == "ask" or (answer.permission == "allow" and decision.permission is None):
+        decision.permission = answer.permission
+        decision.permission_reason = answer.permission_reason
+    return call
+
+
+def hook_variables(
+    event: HookEventName, call: ToolCallInfo, result: ToolResult | None
+) -> dict[str, str]:
+    """claw-code's ``HOOK_*`` variables for one hook run. Values are bounded and hold no NUL
+    (which no environment can carry); the output variable exists only after the call."""
+    variables = {
+        "HOOK_EVENT": event,
+        "HOOK_TOOL_NAME": _env_value(call.tool_name),
+        "HOOK_TOOL_INPUT": _env_value(call.arguments or "{}"),
+        "HOOK_TOOL_IS_ERROR": "1" if result is not None and result.is_error else "0",
+    }
+    if result is not None:
+        variables["HOOK_TOOL_OUTPUT"] = _env_value(result.text)
+    return variables
+
+
+def _env_value(text: str) -> str:
+    return excerpt(clean(text).replace("\x00", "\ufffd"), MAX_HOOK_VARIABLE_CHARS)
+
+
+def _with_feedback(result: ToolResult, feedback: str, event: str = "PostToolUse") -> ToolResult:
+    text = f"{result.text}\n[{event} hook] {feedback}"
     return ToolResult(text, result.details, result.is_error, result.child_loop_id)
+
+
+LIFECYCLE_EVENTS = (ToolCallStarted, ToolCallCompleted)
+"""A call's start and end: the loop's to publish, never an update hook's to change."""
 
 
 def _describe(error: Exception) -> str:

@@ -19,7 +19,7 @@ from tui.agent import pricing
 from tui.agent.admission import admit_completed
 from tui.agent.context_manager import ContextManager, Reason
 from tui.agent.execution import ToolExecutor, ToolPlan
-from tui.agent.hooks import Hooks, ToolCallInfo
+from tui.agent.hooks import Hooks
 from tui.agent.providers.base import (
     Completed,
     ImagePart,
@@ -31,6 +31,7 @@ from tui.agent.providers.base import (
     UsageReport,
 )
 from tui.agent.providers.context_errors import ContextLengthExceeded, from_error
+from tui.agent.tool_call import CallRunner
 from tui.events import (
     AssistantMessage,
     AssistantTextDelta,
@@ -46,7 +47,6 @@ from tui.events import (
 from tui.exec.backend import ExecutionBackend
 from tui.safe_text import clean
 from tui.security.policy import SecurityPolicy
-from tui.tools.context import ToolContext
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult
 from tui.tools.structured_output import STRUCTURED_OUTPUT_KEY
@@ -436,9 +436,18 @@ class AgentLoop:
         return completed
 
     async def _run_tools(self, calls: list[ToolCall]) -> None:
+        runner = CallRunner(
+            self.registry,
+            self.backend,
+            self.policy,
+            self.hooks,
+            self.emit,
+            self._cancel,
+            self.loop_id,
+        )
         executor = ToolExecutor(
             self.settings.plan,
-            self._run_one,
+            runner.run,
             needs_approval=lambda call: self.registry.needs_approval(
                 call.name, call.arguments, self.policy
             ),
@@ -490,8 +499,8 @@ class AgentLoop:
             )
 
     def _emit_unrun(self, call: ToolCall, result: ToolResult) -> None:
-        """Close a call that never reached the registry (skipped, hook-denied, interrupted),
-        so every requested call shows an end in the UI too."""
+        """Close a call that never reached the registry (skipped by steering or cancel,
+        interrupted), so every requested call shows an end in the UI too."""
         self.emit(
             ToolCallCompleted(
                 tool_call_id=call.id,
@@ -502,33 +511,6 @@ class AgentLoop:
                 summary=result.text.split("\n", 1)[0][:200],
             )
         )
-
-    def _context(self, call: ToolCall) -> ToolContext:
-        return ToolContext(
-            tool_call_id=call.id,
-            tool_name=call.name,
-            backend=self.backend,
-            policy=self.policy,
-            cancel=self._cancel,
-            on_update=self.emit,
-            loop_id=self.loop_id,
-        )
-
-    async def _run_one(self, call: ToolCall) -> ToolResult:
-        info = ToolCallInfo(call.id, call.name, call.arguments)
-        decision = await self.hooks.run_before_tool(info)
-        if decision.deny_reason:
-            result = ToolResult.error(
-                "PermissionDenied", f"blocked by a hook: {decision.deny_reason}"
-            )
-            self._emit_unrun(call, result)
-            return result
-        arguments = decision.arguments if decision.arguments is not None else call.arguments
-        if decision.arguments is not None:
-            self.emit(Notice(message=f"a hook rewrote the arguments of {call.name}", level="info"))
-            info = ToolCallInfo(call.id, call.name, arguments)
-        result = await self.registry.execute(call.name, arguments, self._context(call))
-        return await self.hooks.run_after_tool(info, result)
 
 
 def _widen(into: dict[str, int], usage: UsageReport) -> None:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from tui.events import ApprovalRequested, ApprovalResolved, Event, RiskSegmentView
 from tui.locations import config_dir, tool_output_dir
@@ -95,6 +96,9 @@ class CallInfo:
     by the policy, so the call's duration can leave it out and show it apart."""
     cwd: str | None = None
     """Where the call runs and relative paths start: the shared shell's directory."""
+    hook_permission: Literal["allow", "ask"] | None = None
+    """A PreToolUse hook's ``permissionDecision`` (see ``hook_verdict``)."""
+    hook_reason: str = ""
 
 
 class SecurityPolicy:
@@ -319,7 +323,7 @@ class SecurityPolicy:
         if risk is not None and risk.reads_secret:
             # A secret read is never let through by a mode, not even full-auto: only a rule or
             # grant that covers it, or the person, once they have seen which secret it reads.
-            return Verdict.ASK, "mode"
+            return Verdict.ASK, "secret"
         mode = self.approval_mode
         if needed == PermissionMode.READ_ONLY or mode is ApprovalMode.FULL_AUTO:
             return Verdict.ALLOW, "mode"
@@ -362,12 +366,21 @@ class SecurityPolicy:
         tool = call.tool_name
         needed, risk, paths = self.precheck(tool, access)
         secrets = tuple(item.path for item in self.secret_reads(access).values())
-        verdict, how = self.verdict(tool, access, needed, risk)
+        verdict, how = hook_verdict(
+            self.verdict(tool, access, needed, risk), call, self.approval_mode
+        )
         if verdict is Verdict.ASK:
-            reason = self.ask_reason(tool, access, needed, risk)
+            if how == "hook":
+                reason = "a PreToolUse hook asks for the user's approval" + (
+                    f": {call.hook_reason}" if call.hook_reason else ""
+                )
+            else:
+                reason = self.ask_reason(tool, access, needed, risk)
             asked = time.perf_counter()
             try:
-                how = await self._ask(access, call, risk, reason)
+                how = await self._ask(
+                    access, call, risk, reason, forced=call.hook_permission == "ask"
+                )
             finally:
                 call.approval_wait += time.perf_counter() - asked
         if access.is_acting:
@@ -416,16 +429,23 @@ class SecurityPolicy:
         )
 
     async def _ask(
-        self, access: ToolAccess, call: CallInfo, risk: CommandRisk | None, reason: str = ""
+        self,
+        access: ToolAccess,
+        call: CallInfo,
+        risk: CommandRisk | None,
+        reason: str = "",
+        *,
+        forced: bool = False,
     ) -> str:
         request = self.approval_request(access, call, risk, reason)
         # One prompt at a time: a person answers questions in order, never two at once.
         async with self._approval_lock:
-            # A grant given while this call waited its turn may already cover it.
+            # A grant given while this call waited its turn may already cover it (not when a
+            # hook asked for a person: then only a person answers).
             verdict, how = self.verdict(
                 call.tool_name, access, PermissionMode.DANGER_FULL_ACCESS, risk
             )
-            if verdict is Verdict.ALLOW:
+            if verdict is Verdict.ALLOW and not forced:
                 return how
             answer = await self._wait_answer(request, call)
         self._emit(
@@ -475,6 +495,29 @@ class SecurityPolicy:
     def _emit(self, event: Event) -> None:
         if self.on_event is not None:
             self.on_event(event)
+
+
+def hook_verdict(
+    judged: tuple[Verdict, str], call: CallInfo, mode: ApprovalMode
+) -> tuple[Verdict, str]:
+    """The policy's verdict once a PreToolUse hook's ``permissionDecision`` is weighed.
+
+    Runs after ``precheck``, so deny rules, command lists, the ceiling and the rate limit have
+    already refused what they refuse. ``ask`` turns any allow into a question. ``allow``
+    answers only the mode's own question: an ask rule, a secret read (by path or inside a
+    command) and read-only mode still stop the call for a person, whatever the hook says.
+    """
+    verdict, how = judged
+    if call.hook_permission == "ask":
+        return Verdict.ASK, "hook" if verdict is Verdict.ALLOW else how
+    if (
+        call.hook_permission == "allow"
+        and verdict is Verdict.ASK
+        and how == "mode"
+        and mode is not ApprovalMode.READ_ONLY
+    ):
+        return Verdict.ALLOW, "hook"
+    return verdict, how
 
 
 def _claimed(label: str | None) -> Risk:

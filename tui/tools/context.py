@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from tui.events import Event, Notice, ToolOutputChunk
 from tui.safe_text import clean
@@ -46,6 +46,10 @@ class ToolContext:
     secret_allowance: tuple[Path, ...] = ()
     """Secret paths the person approved for this one call; set by the registry on a copy
     of the context, so no other call ever sees it."""
+    hook_permission: Literal["allow", "ask"] | None = None
+    """A PreToolUse hook's ``permissionDecision`` for this one call (never copied to a
+    sibling): the policy weighs it after every hard refusal."""
+    hook_permission_reason: str = ""
     cwd: str | None = None
     """Where the call was judged and approved to run: a shared shell's directory at that
     moment (None: the workspace). Relative paths resolve there even if the shell moves."""

@@ -302,6 +302,8 @@ class ToolRegistry:
             loop_id=ctx.loop_id,
             cancel=ctx.cancel,
             cwd=where,
+            hook_permission=ctx.hook_permission,
+            hook_reason=ctx.hook_permission_reason,
         )
         try:
             authorization = await ctx.policy.authorize(access, call)

@@ -85,6 +85,9 @@ class ToolCallState:
     child_loop_id: str | None = None
     decision: str | None = None
     decision_message: str | None = None
+    progress: float | None = None
+    """The tool's latest progress report, 0..1 (None: it gave no fraction)."""
+    progress_message: str = ""
     output: OutputBuffer = field(default_factory=OutputBuffer)
 
     @property
@@ -113,6 +116,18 @@ def format_duration(ms: float) -> str:
         return f"{seconds:.1f} s"
     minutes, secs = divmod(int(seconds), 60)
     return f"{minutes}m{secs:02d}s"
+
+
+def progress_text(fraction: float | None, message: str, *, width: int = 10) -> str:
+    """``▰▰▰▰▱▱▱▱▱▱ 42% · message``: a bar when the tool knows how far it is, its words when
+    it says something; empty when it said nothing."""
+    parts = []
+    if fraction is not None:
+        filled = round(max(0.0, min(1.0, fraction)) * width)
+        parts.append(f"{'▰' * filled}{'▱' * (width - filled)} {fraction * 100:.0f}%")
+    if message:
+        parts.append(message)
+    return " · ".join(parts)
 
 
 def describe_arguments(arguments: dict[str, Any] | str, *, full: bool) -> str:
@@ -342,9 +357,11 @@ class ToolBlock(Widget, can_focus=True):
         if state.status == "requested":
             return "queued"
         if state.status == "running":
+            running = "running"
             if now_ms is not None and state.started_ms is not None:
-                return f"running {format_duration(max(0.0, now_ms - state.started_ms))}"
-            return "running"
+                running = f"running {format_duration(max(0.0, now_ms - state.started_ms))}"
+            progress = progress_text(state.progress, state.progress_message)
+            return f"{running} · {_escape(progress)}" if progress else running
         bits = []
         if state.status == "denied":
             bits.append("[$error]denied[/]")
@@ -432,6 +449,8 @@ class ToolBlock(Widget, can_focus=True):
         if state.decision in ("deny", "deny_with_message"):
             said = f": {state.decision_message}" if state.decision_message else ""
             line(f"denied by you{said}", "bold")
+        if state.status == "denied" and state.error_type == "hook" and state.summary:
+            line(state.summary, "italic")  # skipped by a before-tool hook, with its reason
         if state.status in ("error", "cancelled") and state.summary and state.exit_code is None:
             line(state.summary, "italic")
         if state.truncated_chars:

@@ -186,6 +186,22 @@ class ToolPanel(TailFollowing):
             if isinstance(event.arguments.get("risk"), str):
                 state.claimed_risk = event.arguments["risk"]
             return block
+        if kind == "tool_progress":
+            block = self.blocks.get(event.tool_call_id)
+            if block is None or block.state.finished:
+                return None
+            block.state.progress = event.fraction
+            block.state.progress_message = event.message
+            return block
+        if kind == "tool_skipped":
+            # A before-tool hook skipped it: it never ran, and this is its only end.
+            block = self._block(event.tool_call_id, event.tool_name, event.loop_id)
+            state = block.state
+            state.status = "denied"
+            state.error_type = "hook"
+            state.summary = event.result.split("\n", 1)[0][:200]
+            state.output.close()
+            return block
         if kind == "tool_completed":
             block = self._block(event.tool_call_id, event.tool_name, event.loop_id)
             state = block.state
