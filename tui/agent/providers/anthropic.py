@@ -25,7 +25,6 @@ from tui.agent.providers.anthropic_cache import MAX_BREAKPOINTS, cache_conversat
 from tui.agent.providers.base import (
     Completed,
     Message,
-    Provider,
     ProviderError,
     ProviderEvent,
     ReasoningDelta,
@@ -37,11 +36,9 @@ from tui.agent.providers.base import (
     UsageReport,
     replay_name,
 )
+from tui.agent.providers.http import HttpProvider
 from tui.agent.providers.retry import (
     DEFAULT_TIMEOUT,
-    ApiInfo,
-    RetryPolicy,
-    Transport,
     error_message_from_body,
 )
 from tui.agent.providers.sse import aiter_sse_bytes, drain_rest
@@ -457,9 +454,11 @@ def _load(raw: bytes | str, what: str) -> dict[str, Any]:
     return data
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(HttpProvider):
     """Messages over HTTP, streaming or not, with retries before the first event."""
 
+    api_name = "Anthropic API"
+    key_env = "ANTHROPIC_API_KEY"
     name = "anthropic"
 
     def __init__(
@@ -482,23 +481,19 @@ class AnthropicProvider(Provider):
         turns extended thinking on; ``cache`` places prompt-cache breakpoints."""
         self.thinking_budget = thinking_budget or None
         self.cache = cache
-        self.model = model
-        base = base_url.rstrip("/")
-        self.base_url = base.removesuffix("/v1")  # ANTHROPIC_BASE_URL has no /v1, but forgive it
-        self.streaming = stream
-        self.max_tokens = max_tokens
-        self._api_key = api_key or None
-        self._transport = Transport(
-            api=ApiInfo(
-                name="Anthropic API",
-                key_env="ANTHROPIC_API_KEY",
-                secrets=(api_key,) if api_key else (),
-                key_set=bool(api_key),
-            ),
-            policy=RetryPolicy(attempts=max_retries, backoff_base=backoff_base),
+        self._connect(
+            model,
+            api_key=api_key,
+            base_url=base_url,
+            stream=stream,
             client=client,
+            max_retries=max_retries,
             timeout=timeout,
+            backoff_base=backoff_base,
         )
+        # ANTHROPIC_BASE_URL has no /v1, but forgive it.
+        self.base_url = self.base_url.removesuffix("/v1")
+        self.max_tokens = max_tokens
 
     @property
     def tool_format(self) -> Literal["anthropic"]:
@@ -508,17 +503,8 @@ class AnthropicProvider(Provider):
     def url(self) -> str:
         return f"{self.base_url}/v1/messages"
 
-    def __repr__(self) -> str:
-        return (
-            f"AnthropicProvider(model={self.model!r}, base_url={self.base_url!r}, "
-            f"stream={self.streaming!r}, api_key={'set' if self._api_key else 'none'})"
-        )
-
     def _headers(self) -> dict[str, str]:
-        headers = {
-            "anthropic-version": API_VERSION,
-            "Accept": "text/event-stream" if self.streaming else "application/json",
-        }
+        headers = {"anthropic-version": API_VERSION, **self._accept()}
         if self._api_key:
             headers["x-api-key"] = self._api_key
         return headers
@@ -575,6 +561,3 @@ class AnthropicProvider(Provider):
         # message_delta carries the stop reason; after it only message_stop can be missing,
         # so the answer is whole even if the connection then dropped.
         yield assembler.finish()
-
-    async def aclose(self) -> None:
-        await self._transport.aclose()

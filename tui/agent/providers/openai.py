@@ -26,7 +26,6 @@ import httpx
 from tui.agent.providers.base import (
     Completed,
     Message,
-    Provider,
     ProviderError,
     ProviderEvent,
     StreamInterrupted,
@@ -36,11 +35,9 @@ from tui.agent.providers.base import (
     UsageReport,
     replay_name,
 )
+from tui.agent.providers.http import HttpProvider
 from tui.agent.providers.retry import (
     DEFAULT_TIMEOUT,
-    ApiInfo,
-    RetryPolicy,
-    Transport,
     error_message_from_body,
 )
 from tui.agent.providers.sse import aiter_sse_bytes, drain_rest
@@ -374,9 +371,11 @@ def _load(raw: bytes | str, what: str) -> dict[str, Any]:
     return data
 
 
-class OpenAIProvider(Provider):
+class OpenAIProvider(HttpProvider):
     """Chat Completions over HTTP, streaming or not, with retries before the first event."""
 
+    api_name = "OpenAI API"
+    key_env = "OPENAI_API_KEY"
     name = "openai"
 
     def __init__(
@@ -399,26 +398,21 @@ class OpenAIProvider(Provider):
         ``max_tokens_field`` defaults to ``max_completion_tokens`` for api.openai.com (whose
         newer models reject ``max_tokens``) and ``max_tokens`` for everyone else.
         """
-        self.model = model
-        self.base_url = base_url.rstrip("/")
-        self.streaming = stream
-        self._api_key = api_key or None
+        self._connect(
+            model,
+            api_key=api_key,
+            base_url=base_url,
+            stream=stream,
+            client=client,
+            max_retries=max_retries,
+            timeout=timeout,
+            backoff_base=backoff_base,
+        )
         self.reasoning_effort = reasoning_effort or None
         if max_tokens_field is None:
             official = httpx.URL(self.base_url).host == "api.openai.com"
             max_tokens_field = "max_completion_tokens" if official else "max_tokens"
         self.max_tokens_field = max_tokens_field
-        self._transport = Transport(
-            api=ApiInfo(
-                name="OpenAI API",
-                key_env="OPENAI_API_KEY",
-                secrets=(api_key,) if api_key else (),
-                key_set=bool(api_key),
-            ),
-            policy=RetryPolicy(attempts=max_retries, backoff_base=backoff_base),
-            client=client,
-            timeout=timeout,
-        )
 
     @property
     def tool_format(self) -> Literal["openai"]:
@@ -428,14 +422,8 @@ class OpenAIProvider(Provider):
     def url(self) -> str:
         return f"{self.base_url}/chat/completions"
 
-    def __repr__(self) -> str:
-        return (
-            f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r}, "
-            f"stream={self.streaming!r}, api_key={'set' if self._api_key else 'none'})"
-        )
-
     def _headers(self) -> dict[str, str]:
-        headers = {"Accept": "text/event-stream" if self.streaming else "application/json"}
+        headers = self._accept()
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         return headers
@@ -499,6 +487,3 @@ class OpenAIProvider(Provider):
         # A finish_reason means the answer is whole even when the connection then dropped:
         # only the usage chunk and [DONE] are lost, and some servers never send [DONE].
         yield assembler.finish()
-
-    async def aclose(self) -> None:
-        await self._transport.aclose()

@@ -27,7 +27,6 @@ import httpx
 from tui.agent.providers.base import (
     Completed,
     Message,
-    Provider,
     ProviderError,
     ProviderEvent,
     ReasoningDelta,
@@ -44,11 +43,9 @@ from tui.agent.providers.context_errors import (
     ContextLengthExceeded,
     stated_limit,
 )
+from tui.agent.providers.http import HttpProvider
 from tui.agent.providers.retry import (
     DEFAULT_TIMEOUT,
-    ApiInfo,
-    RetryPolicy,
-    Transport,
     error_message_from_body,
 )
 from tui.agent.providers.sse import aiter_sse_bytes, drain_rest
@@ -387,9 +384,11 @@ def _load(raw: bytes | str, what: str) -> dict[str, Any]:
     return data
 
 
-class ResponsesProvider(Provider):
+class ResponsesProvider(HttpProvider):
     """The Responses API over HTTP, streaming or not, with retries before the first event."""
 
+    api_name = "OpenAI Responses API"
+    key_env = "OPENAI_API_KEY"
     name = "openai-responses"
 
     def __init__(
@@ -408,22 +407,17 @@ class ResponsesProvider(Provider):
         """``max_retries`` counts every attempt, the first included; ``reasoning_effort``
         (``low``, ``medium``, ``high``…) asks a reasoning model for that much effort and a
         summary of its reasoning."""
-        self.model = model
-        self.base_url = base_url.rstrip("/")
-        self.streaming = stream
-        self.reasoning_effort = reasoning_effort or None
-        self._api_key = api_key or None
-        self._transport = Transport(
-            api=ApiInfo(
-                name="OpenAI Responses API",
-                key_env="OPENAI_API_KEY",
-                secrets=(api_key,) if api_key else (),
-                key_set=bool(api_key),
-            ),
-            policy=RetryPolicy(attempts=max_retries, backoff_base=backoff_base),
+        self._connect(
+            model,
+            api_key=api_key,
+            base_url=base_url,
+            stream=stream,
             client=client,
+            max_retries=max_retries,
             timeout=timeout,
+            backoff_base=backoff_base,
         )
+        self.reasoning_effort = reasoning_effort or None
 
     @property
     def tool_format(self) -> Literal["openai"]:
@@ -433,14 +427,8 @@ class ResponsesProvider(Provider):
     def url(self) -> str:
         return f"{self.base_url}/responses"
 
-    def __repr__(self) -> str:
-        return (
-            f"ResponsesProvider(model={self.model!r}, base_url={self.base_url!r}, "
-            f"stream={self.streaming!r}, api_key={'set' if self._api_key else 'none'})"
-        )
-
     def _headers(self) -> dict[str, str]:
-        headers = {"Accept": "text/event-stream" if self.streaming else "application/json"}
+        headers = self._accept()
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         return headers
@@ -495,6 +483,3 @@ class ResponsesProvider(Provider):
                 retryable=True,
             )
         yield assembler.finish()
-
-    async def aclose(self) -> None:
-        await self._transport.aclose()

@@ -1,0 +1,63 @@
+"""What every HTTP model provider shares: one transport with retries, and a key never shown.
+
+The three wire formats differ in bodies, headers and stream parsing; how they hold their
+connection, retry, close and describe themselves (``repr`` never shows the key) is one thing.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import httpx
+
+from tui.agent.providers.base import Provider
+from tui.agent.providers.retry import ApiInfo, RetryPolicy, Transport
+
+
+class HttpProvider(Provider):
+    """A provider over httpx; subclasses call ``_connect`` from their ``__init__``."""
+
+    api_name: ClassVar[str]
+    """How errors name the API ("OpenAI API")."""
+    key_env: ClassVar[str]
+    """The variable a 401 tells the person to check."""
+
+    def _connect(
+        self,
+        model: str,
+        *,
+        api_key: str | None,
+        base_url: str,
+        stream: bool,
+        client: httpx.AsyncClient | None,
+        max_retries: int,
+        timeout: float | httpx.Timeout,
+        backoff_base: float,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.streaming = stream
+        self._api_key = api_key or None
+        self._transport = Transport(
+            api=ApiInfo(
+                name=self.api_name,
+                key_env=self.key_env,
+                secrets=(api_key,) if api_key else (),
+                key_set=bool(api_key),
+            ),
+            policy=RetryPolicy(attempts=max_retries, backoff_base=backoff_base),
+            client=client,
+            timeout=timeout,
+        )
+
+    def _accept(self) -> dict[str, str]:
+        return {"Accept": "text/event-stream" if self.streaming else "application/json"}
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, "
+            f"stream={self.streaming!r}, api_key={'set' if self._api_key else 'none'})"
+        )
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
