@@ -313,6 +313,20 @@ class ApprovalSettings(BaseModel):
     """Saved "allow always" grants, written by the app; delete an entry to revoke it."""
 
 
+class NotifySettings(BaseModel):
+    """Bell and desktop notification while the terminal is not focused (the app only)."""
+
+    model_config = _SECTION
+
+    enabled: bool = True
+    bell: bool = True
+    """Ring the terminal bell."""
+    desktop: Literal["osc9", "osc777", "both", "off"] = "osc9"
+    """Desktop notification escape: OSC 9 (iTerm2, WezTerm, kitty…) or OSC 777 (VTE, foot)."""
+    min_turn_seconds: float = Field(default=10.0, ge=0)
+    """A turn at least this long notifies when it ends; an approval always does."""
+
+
 class HooksSettings(BaseModel):
     """Commands run before and after tool calls (checks, formatters, notifications)."""
 
@@ -377,6 +391,7 @@ class Settings(BaseModel):
     security: SecuritySettings = Field(default_factory=SecuritySettings)
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
     hooks: HooksSettings = Field(default_factory=HooksSettings)
+    notify: NotifySettings = Field(default_factory=NotifySettings)
     tmux: TmuxSettings = Field(default_factory=TmuxSettings)
     ssh: SshSettings = Field(default_factory=SshSettings)
     web: WebSettings = Field(default_factory=WebSettings)

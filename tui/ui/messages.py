@@ -39,12 +39,12 @@ class PromptSubmitted(Message):
 
 @dataclass
 class ToolBlockAction(Message):
-    """A tool block asks the app to open its full output."""
+    """A tool block asks the app to open its full output or copy part of it."""
 
     tool_call_id: str
     """Which call."""
     action: str = "pager"
-    """Only ``pager`` today."""
+    """``pager``, ``copy_command`` or ``copy_output``."""
 
 
 @dataclass

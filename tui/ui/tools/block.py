@@ -22,11 +22,13 @@ from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.reactive import var
+from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
 
 from tui.ui.cwd import printable
 from tui.ui.messages import ToolBlockAction
+from tui.ui.selectable import highlight, selected_text
 from tui.ui.tools.output import MAX_BYTES, MAX_LINES, OutputBuffer, human_bytes
 
 Status = Literal["requested", "waiting", "running", "ok", "error", "denied", "cancelled"]
@@ -150,7 +152,8 @@ def describe_arguments(arguments: dict[str, Any] | str, *, full: bool) -> str:
 
 
 class ToolBlock(Widget, can_focus=True):
-    """One call, drawn with the line API: ``enter``/``space`` expands, ``o`` opens the output.
+    """One call, drawn with the line API: ``enter``/``space`` expands, ``o`` opens the output,
+    ``c``/``y`` copy the command/the output.
 
     One widget per call, not one per part: a session with hundreds of calls relayouts hundreds
     of widgets, not thousands. The content — the command (wrapped), the output tail, a stats
@@ -162,6 +165,8 @@ class ToolBlock(Widget, can_focus=True):
     BINDINGS = [
         Binding("enter,space", "toggle", "Expand", show=False),
         Binding("o", "pager", "Full output", show=False),
+        Binding("c", "copy('copy_command')", "Copy command", show=False),
+        Binding("y", "copy('copy_output')", "Copy output", show=False),
     ]
     COMPONENT_CLASSES = {
         "tool-block--command",
@@ -245,8 +250,20 @@ class ToolBlock(Widget, can_focus=True):
         width = self.size.width
         lines = self._build(width)
         if 0 <= y < len(lines):
-            return lines[y]
+            selected = highlight(lines[y], self.text_selection, y, self._selection_style())
+            return selected.apply_offsets(0, y)  # where a mouse selection starts and ends
         return Strip.blank(width, self.rich_style)
+
+    def _selection_style(self) -> Style:
+        return self.screen.get_component_rich_style("screen--selection")
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        """The selected part of the block as drawn (command, output, stats)."""
+        lines = self._build(self.size.width)
+        return selected_text(selection, lambda y: lines[y].text.rstrip(), len(lines)), "\n"
+
+    def selection_updated(self, selection: Selection | None) -> None:
+        self.refresh()
 
     def _build(self, width: int) -> list[Strip]:
         key = (width, self._version)
@@ -480,6 +497,10 @@ class ToolBlock(Widget, can_focus=True):
 
     def action_pager(self) -> None:
         self.post_message(ToolBlockAction(self.state.call_id, "pager"))
+
+    def action_copy(self, what: str) -> None:
+        """``c``/``y``: the command or the output to the clipboard (the app sends it)."""
+        self.post_message(ToolBlockAction(self.state.call_id, what))
 
     # -- the full output -------------------------------------------------------------------
 

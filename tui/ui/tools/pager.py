@@ -20,10 +20,12 @@ from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.screen import ModalScreen
 from textual.scroll_view import ScrollView
+from textual.selection import Selection
 from textual.strip import Strip
 from textual.widgets import Footer, Static
 
 from tui.locations import styles_dir
+from tui.ui.selectable import highlight, selected_text
 from tui.ui.tools.output import human_bytes
 
 MAX_LINE_BYTES = 16 * 1024
@@ -106,18 +108,34 @@ class LinesView(ScrollView, can_focus=True):
         base = self.rich_style
         if number >= len(self.source):
             return Strip.blank(width, base)
+        selection = self.text_selection
         key = (number, scroll_x, width)
-        cached = self._cache.get(key)
+        cached = self._cache.get(key) if selection is None else None
         if cached is not None:
             return cached
         gutter = len(str(len(self.source)))
         line = self.source.line(number)
         text = Text.from_ansi(line, no_wrap=True) if "\x1b" in line else Text(line.expandtabs(8))
         segments = [Segment(f"{number + 1:>{gutter}} ", base + Style(dim=True))]
-        body = Strip(list(text.render(self.app.console))).crop(scroll_x, scroll_x + width)
+        body = Strip(list(text.render(self.app.console)))
+        body = highlight(body, selection, number, self._selection_style())
+        # Offsets in source columns and lines: a selection never takes in the gutter.
+        body = body.crop(scroll_x, scroll_x + width).apply_offsets(scroll_x, number)
         strip = Strip([*segments, *body]).apply_style(base).crop_extend(0, width, base)
-        self._cache[key] = strip
+        if selection is None:
+            self._cache[key] = strip
         return strip
+
+    def _selection_style(self) -> Style:
+        return self.screen.get_component_rich_style("screen--selection")
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        """The selected lines of the source, read one by one (never the whole file)."""
+        source = self.source
+        return selected_text(selection, source.line, len(source)), "\n"
+
+    def selection_updated(self, selection: Selection | None) -> None:
+        self.refresh()
 
     def action_page_down(self) -> None:
         self.scroll_page_down()
