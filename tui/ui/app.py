@@ -218,7 +218,7 @@ class AgentApp(App[int]):
         self.format_time: Callable[[float], str] | None = None
         """How the grants screen shows a time (snapshots pin it to UTC)."""
         self.theme = "textual-dark"
-        self.clipboard = Clipboard(self._write_terminal, self._toast, tmux=inside_tmux())
+        self.copier = Clipboard(self._write_terminal, self._toast, tmux=inside_tmux())
         self.turn_clock = TurnClock(monotonic)
         self.notifier: Notifier | None = None
         """Set from ``[notify]`` once a session is attached."""
@@ -978,9 +978,9 @@ class AgentApp(App[int]):
     async def _block_action(self, message: ToolBlockAction) -> None:
         block = self.tools.blocks.get(message.tool_call_id)
         if message.action == "copy_command" and block is not None:
-            self.clipboard.copy(block_command(block), what="the command")
+            self.copier.copy(block_command(block), what="the command")
         elif message.action == "copy_output" and block is not None:
-            self.clipboard.copy(await block_output(block), what="the output")
+            self.copier.copy(await block_output(block), what="the output")
         else:
             self.open_pager(message.tool_call_id)
 
@@ -996,7 +996,7 @@ class AgentApp(App[int]):
     def copy_to_clipboard(self, text: str) -> None:
         """Every copy (a selection, the keys, the prompt's own) as OSC 52, tmux-aware."""
         self._clipboard = text
-        self.clipboard.copy(text)
+        self.copier.copy(text)
 
     def on_text_selected(self, event: events.TextSelected) -> None:
         """A mouse selection (chat, tool blocks, pager) is copied as it is made."""
@@ -1005,7 +1005,7 @@ class AgentApp(App[int]):
             self.copy_to_clipboard(text)
 
     def action_copy_answer(self) -> None:
-        self.clipboard.copy(self.turn_clock.last_answer, what="the last answer")
+        self.copier.copy(self.turn_clock.last_answer, what="the last answer")
 
     def _attend(self, events: list[Event]) -> None:
         """The main loop's turns: the last answer, and a notice when a long one ends."""
