@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 from textual import events
+from textual.geometry import Offset
 from textual.pilot import Pilot
+from textual.selection import Selection
 
 from tests.scripted_server import ScriptedServer
 from tests.test_ui_app import send, shell_step, turn_done, until
@@ -25,6 +27,7 @@ from tui.ui.app import AgentApp
 from tui.ui.clipboard import MAX_COPY_CHARS, osc52
 from tui.ui.messages import PromptSubmitted
 from tui.ui.notify import clean, desktop_sequences
+from tui.ui.selectable import MAX_SELECTED_LINES, selected_text
 from tui.ui.tools.pager import LinesView, OutputPager
 
 pytestmark = pytest.mark.timeout(60)
@@ -309,3 +312,18 @@ async def test_a_long_turn_notifies_when_it_ends_away_and_a_short_one_does_not(
         await turn_done(pilot, app, 2, server)
         assert app.turn_clock.last_answer == "quick answer"
         assert notices("".join(written)) == ""
+
+
+def test_a_selection_reads_only_the_lines_it_spans_and_at_most_the_cap() -> None:
+    read: list[int] = []
+
+    def line(number: int) -> str:
+        read.append(number)
+        return f"line {number}"
+
+    selection = Selection(Offset(5, 1_000_000), Offset(6, 1_000_002))
+    assert selected_text(selection, line, 2_000_000) == "1000000\nline 1000001\nline 1"
+    assert read == [1_000_000, 1_000_001, 1_000_002]
+    read.clear()
+    everything = selected_text(Selection(None, None), line, 2_000_000)
+    assert len(read) == MAX_SELECTED_LINES and everything.endswith(f"line {MAX_SELECTED_LINES - 1}")
