@@ -8,6 +8,7 @@ sequences a real terminal would receive, decoded.
 from __future__ import annotations
 
 import base64
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,7 @@ from textual.selection import Selection
 
 from tests.scripted_server import ScriptedServer
 from tests.test_ui_app import send, shell_step, turn_done, until
-from tui.config import load_settings
+from tui.config import ConfigError, load_settings
 from tui.session import AgentSession, build_session
 from tui.ui.app import AgentApp
 from tui.ui.clipboard import MAX_COPY_CHARS, osc52
@@ -327,3 +328,21 @@ def test_a_selection_reads_only_the_lines_it_spans_and_at_most_the_cap() -> None
     read.clear()
     everything = selected_text(Selection(None, None), line, 2_000_000)
     assert len(read) == MAX_SELECTED_LINES and everything.endswith(f"line {MAX_SELECTED_LINES - 1}")
+
+
+def test_notify_section_is_read_and_a_wrong_value_names_its_key(workspace: Path) -> None:
+    # The person's own file: a workspace's [notify] waits for trust like any unlisted key.
+    config = Path(os.environ["AGENT_TUI_CONFIG_DIR"]) / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[notify]\ndesktop = "both"\nmin_turn_seconds = 2\nbell = false\n')
+    notify = load_settings(workspace, env={}).settings.notify
+    assert (notify.enabled, notify.bell, notify.desktop, notify.min_turn_seconds) == (
+        True,
+        False,
+        "both",
+        2.0,
+    )
+    config.write_text('[notify]\ndesktop = "osc8"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_settings(workspace, env={})
+    assert "[notify].desktop" in caught.value.msg and "line 2" in caught.value.msg
