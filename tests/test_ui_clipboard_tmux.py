@@ -1,0 +1,91 @@
+"""Copying from the real app running inside tmux: the OSC 52 it writes becomes a tmux buffer.
+
+The installed ``agent-tui`` runs in a pane of a private tmux server with ``set-clipboard on``
+(tmux then takes an application's OSC 52 as a paste buffer and forwards it outward). A scripted
+model answers; ``Ctrl+Y`` copies that answer; the buffer tmux made must hold it exactly — so
+the bytes crossed a real terminal, not a patched writer.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.test_headless_cli import AGENT_TUI, Cli, ServerProcess, cli, model_server
+from tests.tmux_helpers import clean_env, kill_server, new_socket_name
+
+__all__ = ["cli", "model_server"]  # fixtures used here by name
+
+pytestmark = [
+    pytest.mark.timeout(90),
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux"),
+]
+ANSWER = "copied through tmux: ünïcode & <angles>"
+
+
+@pytest.fixture
+def socket_name() -> Iterator[str]:
+    name = new_socket_name()
+    yield name
+    kill_server(name)
+
+
+def tmux(socket_name: str, *args: str) -> str:
+    done = subprocess.run(
+        ["tmux", "-L", socket_name, *args],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=10,
+    )
+    return done.stdout if done.returncode == 0 else ""
+
+
+def wait(what: str, probe: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not probe():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_ctrl_y_reaches_a_tmux_buffer_through_osc52(
+    cli: Cli, model_server: Callable[..., ServerProcess], socket_name: str, tmp_path: Path
+) -> None:
+    server = model_server([{"text": ANSWER}])
+    command = [
+        str(AGENT_TUI),
+        "--no-tmux",
+        "--provider",
+        "openai",
+        "--model",
+        "scripted-model",
+        "--base-url",
+        server.openai_url,
+    ]
+    env_args = [arg for key, value in cli.env.items() for arg in ("-e", f"{key}={value}")]
+    size = ["-x", "120", "-y", "40", "-c", str(cli.workspace)]
+    session = ["new-session", "-d", *size, *env_args, "--", *command]
+    subprocess.run(
+        ["tmux", "-L", socket_name, "-f", "/dev/null", *session],
+        env=clean_env(),
+        check=True,
+        timeout=10,
+    )
+    # Before the app has drawn anything, so its first write already meets the setting.
+    tmux(socket_name, "set", "-g", "set-clipboard", "on")
+    pane = lambda: tmux(socket_name, "capture-pane", "-p")  # noqa: E731
+    wait("the app", lambda: "scripted-model" in pane())
+    tmux(socket_name, "send-keys", "-l", "say it")
+    tmux(socket_name, "send-keys", "Enter")
+    wait("the answer", lambda: "copied through tmux" in pane())
+    before = tmux(socket_name, "list-buffers")
+    tmux(socket_name, "send-keys", "C-y")
+    wait("a new buffer", lambda: tmux(socket_name, "list-buffers") != before)
+    assert tmux(socket_name, "show-buffer") == ANSWER
