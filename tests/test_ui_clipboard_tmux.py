@@ -78,7 +78,7 @@ def test_ctrl_y_reaches_a_tmux_buffer_through_osc52(
         check=True,
         timeout=10,
     )
-    # Before the app has drawn anything, so its first write already meets the setting.
+    # tmux takes an application's OSC 52 as a buffer only with this on (default: external).
     tmux(socket_name, "set", "-g", "set-clipboard", "on")
     pane = lambda: tmux(socket_name, "capture-pane", "-p")  # noqa: E731
     wait("the app", lambda: "scripted-model" in pane())
