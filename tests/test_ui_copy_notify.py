@@ -297,7 +297,8 @@ async def test_a_long_turn_notifies_when_it_ends_away_and_a_short_one_does_not(
         written = record(app)
         await _blur(pilot, app)
         await _submit_away(pilot, app, "take your time")
-        await until(pilot, lambda: app.turn_clock.started is not None, "the turn to start")
+        clock = app.attention.turn_clock
+        await until(pilot, lambda: clock.started is not None, "the turn to start")
         now[0] += 12
         await turn_done(pilot, app, 1, server)
         await until(pilot, lambda: "\x1b]9;" in "".join(written), "the notice")
@@ -308,10 +309,10 @@ async def test_a_long_turn_notifies_when_it_ends_away_and_a_short_one_does_not(
         )
         written.clear()
         await _submit_away(pilot, app, "now quickly")
-        await until(pilot, lambda: app.turn_clock.started is not None, "the second turn")
+        await until(pilot, lambda: clock.started is not None, "the second turn")
         now[0] += 9
         await turn_done(pilot, app, 2, server)
-        assert app.turn_clock.last_answer == "quick answer"
+        assert clock.last_answer == "quick answer"
         assert notices("".join(written)) == ""
 
 

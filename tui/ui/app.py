@@ -38,17 +38,16 @@ from textual.worker import Worker, WorkerState
 from tui.errors import AgentTuiError
 from tui.locations import data_dir, styles_dir, tool_output_dir
 from tui.ui.adapter import FRAME_SECONDS, BusAdapter
+from tui.ui.attention import Attention
 from tui.ui.autoapprove import AutoApprove, DurationError, format_remaining, parse_duration
 from tui.ui.chat.panel import ChatPanel
 from tui.ui.chat.todo import TodoList
-from tui.ui.clipboard import Clipboard, block_command, block_output, inside_tmux
 from tui.ui.commands import SlashCommandProvider, UnknownCommand, help_markdown, parse_slash
 from tui.ui.interrupt import QUIT_HINT, QUIT_WINDOW, CtrlC
 from tui.ui.messages import BusBatch, PaneKeys, PaneRelease, PromptSubmitted, ToolBlockAction
 from tui.ui.mirror.follow import PaneSizeFollower
 from tui.ui.mirror.keys import KeysNotSent, Typed, forward
 from tui.ui.mirror.pane import MirrorPanel, PaneFrame
-from tui.ui.notify import Notifier, TurnClock
 from tui.ui.panels import SWITCH_KEY, ZOOM_KEY, PanelLayout, PanelTabs
 from tui.ui.prompt.history import PromptHistory
 from tui.ui.prompt.input import PromptInput
@@ -218,10 +217,10 @@ class AgentApp(App[int]):
         self.format_time: Callable[[float], str] | None = None
         """How the grants screen shows a time (snapshots pin it to UTC)."""
         self.theme = "textual-dark"
-        self.copier = Clipboard(self._write_terminal, self._toast, tmux=inside_tmux())
-        self.turn_clock = TurnClock(monotonic)
-        self.notifier: Notifier | None = None
-        """Set from ``[notify]`` once a session is attached."""
+        self.attention = Attention(
+            self._write_terminal, self._toast, lambda: self.app_focus, monotonic
+        )
+        """OSC 52 copies, the last answer, bell and desktop notices."""
 
     # -- layout ----------------------------------------------------------------------------
 
@@ -301,10 +300,7 @@ class AgentApp(App[int]):
         self.refresh_bindings()  # the footer shows what is possible now
         self.tools.spill_dir = self._spill_dir()
         self.tools.spill_cap = session.loaded.settings.agent.output_disk_cap
-        notify = session.loaded.settings.notify
-        self.notifier = Notifier(
-            self._write_terminal, lambda: self.app_focus, **notify.model_dump()
-        )
+        self.attention.configure(session.loaded.settings.notify)
         self._subscription = session.bus.subscribe("ui")
         self._adapter = BusAdapter(self._subscription, self._deliver, frame=self.frame)
         self._drain_bus(self._adapter)
@@ -427,7 +423,7 @@ class AgentApp(App[int]):
                 self._on_snapshot(PaneFrame.from_event(snapshot))
             self._refresh_status(events)
             if not replay:
-                self._attend(events)
+                self.attention.observe(events)
 
     def _refresh_status(self, events: list[Event]) -> None:
         for event in events:
@@ -482,8 +478,7 @@ class AgentApp(App[int]):
                 )
             return
         self._approvals.append(request)
-        if self.notifier is not None:
-            self.notifier.approval_waiting(request.tool_name)
+        self.attention.approval_waiting(request.tool_name)
         self._pump_approvals()
 
     def _pump_approvals(self) -> None:
@@ -977,10 +972,8 @@ class AgentApp(App[int]):
     @on(ToolBlockAction)
     async def _block_action(self, message: ToolBlockAction) -> None:
         block = self.tools.blocks.get(message.tool_call_id)
-        if message.action == "copy_command" and block is not None:
-            self.copier.copy(block_command(block), what="the command")
-        elif message.action == "copy_output" and block is not None:
-            self.copier.copy(await block_output(block), what="the output")
+        if message.action.startswith("copy_") and block is not None:
+            await self.attention.copy_block(block, message.action)
         else:
             self.open_pager(message.tool_call_id)
 
@@ -996,7 +989,7 @@ class AgentApp(App[int]):
     def copy_to_clipboard(self, text: str) -> None:
         """Every copy (a selection, the keys, the prompt's own) as OSC 52, tmux-aware."""
         self._clipboard = text
-        self.copier.copy(text)
+        self.attention.copy(text)
 
     def on_text_selected(self, event: events.TextSelected) -> None:
         """A mouse selection (chat, tool blocks, pager) is copied as it is made."""
@@ -1005,20 +998,7 @@ class AgentApp(App[int]):
             self.copy_to_clipboard(text)
 
     def action_copy_answer(self) -> None:
-        self.copier.copy(self.turn_clock.last_answer, what="the last answer")
-
-    def _attend(self, events: list[Event]) -> None:
-        """The main loop's turns: the last answer, and a notice when a long one ends."""
-        for event in events:
-            if event.loop_id != "main":
-                continue
-            kind = getattr(event, "kind", "")
-            text = getattr(event, "final_text", None) or getattr(event, "text", "")
-            length = self.turn_clock.observe(
-                kind, steering=bool(getattr(event, "steering", False)), text=text
-            )
-            if length is not None and self.notifier is not None:
-                self.notifier.turn_ended(length, str(getattr(event, "reason", "ended")))
+        self.attention.copy_answer()
 
     @work(group="pager", exclusive=True, exit_on_error=False, description="open the pager")
     async def open_pager(self, call_id: str) -> None:

@@ -1,0 +1,78 @@
+"""What the app says to the terminal itself, beside drawing: clipboard writes and notices.
+
+One object so the app only forwards to it: the OSC 52 writer, the clock that tells a long turn
+from a short one (and remembers the last answer for ``Ctrl+Y``), and the notifier that rings
+while the terminal is away. The app hands it a way to write to the terminal, a toast and
+"is the terminal focused?"; nothing here draws or imports the app.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from tui.ui.clipboard import Clipboard, block_command, block_output, inside_tmux
+from tui.ui.notify import Notifier, TurnClock
+
+if TYPE_CHECKING:
+    from tui.ui.tools.block import ToolBlock
+
+
+class Attention:
+    """Copy and notify for one app.
+
+    Args:
+        write: Raw bytes to the terminal (the app's driver).
+        toast: ``(message, severity)`` shown to the person.
+        focused: Whether the terminal has focus now (Textual's ``app_focus``).
+        monotonic: Seconds, to time turns.
+    """
+
+    def __init__(
+        self,
+        write: Callable[[str], None],
+        toast: Callable[[str, str], None],
+        focused: Callable[[], bool],
+        monotonic: Callable[[], float],
+    ) -> None:
+        self.write = write
+        self.focused = focused
+        self.copier = Clipboard(write, toast, tmux=inside_tmux())
+        self.turn_clock = TurnClock(monotonic)
+        self.notifier: Notifier | None = None
+        """Set from ``[notify]`` once a session is attached; None rings nothing."""
+
+    def configure(self, notify: Any) -> None:
+        """``[notify]`` settings (``NotifySettings``) for the session now attached."""
+        self.notifier = Notifier(self.write, self.focused, **notify.model_dump())
+
+    def copy(self, text: str, what: str = "") -> bool:
+        return self.copier.copy(text, what=what)
+
+    def copy_answer(self) -> bool:
+        return self.copier.copy(self.turn_clock.last_answer, what="the last answer")
+
+    async def copy_block(self, block: ToolBlock, action: str) -> bool:
+        """``copy_command`` or ``copy_output`` of one tool block."""
+        if action == "copy_command":
+            return self.copier.copy(block_command(block), what="the command")
+        return self.copier.copy(await block_output(block), what="the output")
+
+    def approval_waiting(self, tool_name: str) -> None:
+        if self.notifier is not None:
+            self.notifier.approval_waiting(tool_name)
+
+    def observe(self, events: list[Any]) -> None:
+        """The main loop's live events: the last answer, and a notice when a long turn ends."""
+        for event in events:
+            if getattr(event, "loop_id", "main") != "main":
+                continue
+            kind = getattr(event, "kind", "")
+            text = getattr(event, "final_text", None) or getattr(event, "text", "")
+            steering = bool(getattr(event, "steering", False))
+            length = self.turn_clock.observe(kind, steering=steering, text=text)
+            if length is not None and self.notifier is not None:
+                self.notifier.turn_ended(length, str(getattr(event, "reason", "ended")))
+
+
+__all__ = ["Attention"]
