@@ -189,6 +189,7 @@ _NEUTRAL = {
     ("tmux", "history_limit"),
     ("cron", "command_timeout"),
     ("ssh", "connect_timeout"),
+    ("notify",),
 }
 """Keys that change how the agent works but not what it may do or where data goes."""
 
