@@ -49,8 +49,10 @@ from tui.ui.mirror.follow import PaneSizeFollower
 from tui.ui.mirror.keys import KeysNotSent, Typed, forward
 from tui.ui.mirror.pane import MirrorPanel, PaneFrame
 from tui.ui.panels import SWITCH_KEY, ZOOM_KEY, PanelLayout, PanelTabs
+from tui.ui.prompt.completer import SessionSource
 from tui.ui.prompt.history import PromptHistory
 from tui.ui.prompt.input import PromptInput
+from tui.ui.prompt.mentions import attach_mentions
 from tui.ui.status.bar import StatusBar
 from tui.ui.tools.block import ToolBlock
 from tui.ui.tools.output import SPILL
@@ -237,6 +239,7 @@ class AgentApp(App[int]):
             with Vertical(id="left"):
                 yield self.chat
                 yield self.todo
+                yield self.prompt.popup
                 yield self.prompt
             with Vertical(id="right"):
                 yield PanelTabs(id="panel-tabs")
@@ -322,6 +325,7 @@ class AgentApp(App[int]):
                 resize, on_resized=self._pane_resized, on_error=self._pane_resize_failed
             )
             self._fit_pane()
+        self.prompt.completion_source = SessionSource(session)
         self._banner()
         for warning in session.warnings:
             # Said while the session was built, before this app listened to its bus.
@@ -554,7 +558,10 @@ class AgentApp(App[int]):
 
     @work(group="turn", exit_on_error=False, description="one agent turn")
     async def _submit(self, text: str) -> None:
-        await self.session.submit(text)
+        attached = await attach_mentions(text, self.session.backend, self.session.policy.paths)
+        for note in attached.notes:
+            self.chat.add_notice(note, level="warning")
+        await self.session.submit(attached.text)
 
     @work(group="shell", exit_on_error=False, description="a ! command typed by the user")
     async def run_user_shell(self, command: str) -> None:

@@ -13,7 +13,10 @@ from textual.binding import Binding
 from textual.widgets import TextArea
 
 from tui.ui.messages import PromptSubmitted
+from tui.ui.prompt.completer import choices_for
+from tui.ui.prompt.completion import ArgumentSource, Word, word_at
 from tui.ui.prompt.history import PromptHistory
+from tui.ui.prompt.popup import CompletionPopup
 
 NEWLINE_KEYS = frozenset({"ctrl+j", "alt+enter", "shift+enter", "ctrl+enter"})
 
@@ -64,8 +67,56 @@ class PromptInput(TextArea):
         )
         self.prompt_history = history or PromptHistory()
         self.cursor_blink = cursor_blink
+        self.popup = CompletionPopup(id="completion")
+        """Mounted by the app just above the prompt; the prompt keeps the keyboard."""
+        self.completion_source: ArgumentSource | None = None
+
+    def _on_text_area_changed(self, event: TextArea.Changed) -> None:
+        word = word_at(self.text, *self.cursor_location)
+        if word is None:
+            self.popup.close()
+            return
+        self.run_worker(self._complete(word), group="completion", exclusive=True)
+
+    async def _complete(self, word: Word) -> None:
+        choices = await choices_for(word, self.completion_source)
+        if word_at(self.text, *self.cursor_location) == word:  # not typed past meanwhile
+            self.popup.show(word, choices)
+
+    def _accept_completion(self) -> None:
+        choice, word = self.popup.current(), self.popup.word
+        self.popup.close()
+        if choice is None or word is None:
+            return
+        self.replace(choice.insert, (word.row, word.start), (word.row, word.end))
+
+    def _completion_is_typed(self) -> bool:
+        choice, word = self.popup.current(), self.popup.word
+        if choice is None or word is None:
+            return True
+        typed = self.document.get_line(word.row)[word.start : word.end]
+        return choice.insert.rstrip() == typed
+
+    def _popup_key(self, key: str) -> bool:
+        """Keys the open popup takes: arrows move, Tab/Enter accept, Esc closes."""
+        if key in ("up", "down"):
+            self.popup.move(-1 if key == "up" else 1)
+        elif key in ("tab", "enter"):
+            if key == "enter" and self._completion_is_typed():
+                self.popup.close()
+                return False  # the word is already complete: Enter sends
+            self._accept_completion()
+        elif key == "escape":
+            self.popup.close()
+        else:
+            return False
+        return True
 
     async def _on_key(self, event: events.Key) -> None:
+        if self.popup.is_open and self._popup_key(event.key):
+            event.stop()
+            event.prevent_default()
+            return
         if event.key in NEWLINE_KEYS:
             event.stop()
             event.prevent_default()
@@ -89,6 +140,9 @@ class PromptInput(TextArea):
         if not text.strip():
             return
         self.prompt_history.add(text)
+        self.popup.close()
+        if self.completion_source is not None:
+            self.completion_source.forget()  # the next prompt lists the files again
         self.clear()
         self.post_message(PromptSubmitted(text))
 

@@ -1,0 +1,93 @@
+"""The choices for a word, and where the session-dependent ones come from.
+
+``SessionSource`` answers from a live session: the provider's model and a few of its family for
+``/model``, the saved sessions of this workspace for ``/resume``, the MCP servers for
+``/mcp restart`` and the workspace's files (listed once per prompt, see ``FileCache``) for ``@``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from tui.ui.prompt.completion import (
+    FIXED_ARGUMENTS,
+    ArgumentSource,
+    Choice,
+    Word,
+    command_choices,
+    rank,
+)
+from tui.ui.prompt.workspace_files import FileCache
+
+if TYPE_CHECKING:
+    from tui.session import AgentSession
+
+KNOWN_MODELS: dict[str, tuple[str, ...]] = {
+    "anthropic": ("claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5"),
+    "openai": ("gpt-5", "gpt-5-mini", "gpt-4.1"),
+}
+"""A short list offered beside the session's own model; any name can still be typed."""
+
+
+async def choices_for(word: Word, source: ArgumentSource | None) -> list[Choice]:
+    """Ranked choices for ``word``; empty when nothing fits (the popup then closes)."""
+    if word.kind == "command":
+        return rank(word.query, command_choices())
+    if word.kind == "argument":
+        fixed = FIXED_ARGUMENTS.get(word.command)
+        found = list(fixed) if fixed else []
+        if source is not None and not fixed:
+            found = await source.arguments(word.command)
+        return rank(word.query, found)
+    if source is None:
+        return []
+    files = await source.paths()
+    return rank(word.query, (Choice(name, f"@{name} ") for name in files))
+
+
+class SessionSource:
+    """``ArgumentSource`` for one ``AgentSession``."""
+
+    def __init__(self, session: AgentSession) -> None:
+        self.session = session
+        policy = session.policy
+        self.files = FileCache(
+            session.backend, policy.paths.workspace, policy.paths, policy.command_env()
+        )
+
+    async def paths(self) -> list[str]:
+        return await self.files.files()
+
+    def forget(self) -> None:
+        self.files.forget()
+
+    async def arguments(self, command: str) -> list[Choice]:
+        if command == "model":
+            return self._models()
+        if command == "resume":
+            return await self._sessions()
+        if command == "mcp restart":
+            return self._servers()
+        return []
+
+    def _models(self) -> list[Choice]:
+        provider = self.session.provider
+        if provider is None:
+            return []
+        names = [provider.model, *KNOWN_MODELS.get(provider.name, ())]
+        return [
+            Choice(name, name, "the current model" if name == provider.model else provider.name)
+            for name in dict.fromkeys(names)
+        ]
+
+    async def _sessions(self) -> list[Choice]:
+        store = self.session.store
+        infos = await asyncio.to_thread(store.list, self.session.workspace)
+        return [Choice(info.id, info.id, info.preview[:60]) for info in infos[:30]]
+
+    def _servers(self) -> list[Choice]:
+        extensions = self.session.extensions
+        mcp = getattr(extensions, "mcp", None) if extensions is not None else None
+        servers = getattr(mcp, "_servers", {}) if mcp is not None else {}
+        return [Choice(name, name, "MCP server") for name in servers]
