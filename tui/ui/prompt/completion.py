@@ -76,7 +76,7 @@ def fuzzy_score(query: str, candidate: str) -> float | None:
     or word, and a match in the file name rather than its folders; shorter candidates win ties.
     """
     if not query:
-        return 0.0 - len(candidate) / 1000
+        return 0.0  # nothing typed yet: the source's own order (current model first)
     lowered = candidate.lower()
     score = 0.0
     position = -1
