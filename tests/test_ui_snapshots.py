@@ -40,6 +40,9 @@ class TestMainScreen:
     def test_adapter_tools_and_a_scheduled_job(self, snap_compare: Any) -> None:
         assert compare(snap_compare, "adapters")
 
+    def test_completion_popup_on_slash(self, snap_compare: Any) -> None:
+        assert compare(snap_compare, "completion")
+
 
 class TestScreens:
     def test_approval_modal_long_multi_segment_command(self, snap_compare: Any) -> None:

@@ -36,6 +36,7 @@ README_SCENES = (
     "streaming",
     "adapters",
     "trust",
+    "completion",
 )
 
 _TEXT = re.compile(

@@ -709,12 +709,18 @@ def scene(name: str) -> Scene:
 
         return make, play
 
+    if name == "completion":
+        from tests.snapshot_apps.completion_scene import completion_scene
+
+        return completion_scene(make_app, settle)
+
     raise KeyError(name)
 
 
 SCENES = ("idle", "streaming", "running_tool", "working", "approval", "always", "mirror")
 SCENES += ("takeover",)
 SCENES += ("grants", "no_provider", "pager", "adapters", "trust")
+SCENES += ("completion",)
 
 CLONED_REPO_CONFIG = """\
 [approval]

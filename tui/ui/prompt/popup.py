@@ -16,11 +16,11 @@ from textual.widgets.option_list import Option
 from tui.ui.prompt.completion import Choice, Word
 
 
-def _row(choice: Choice) -> Text:
-    text = Text(choice.label, style="bold")
+def _row(choice: Choice, width: int) -> Text:
+    """The label padded to the widest one shown, so the help texts line up in a column."""
+    text = Text(choice.label.ljust(width), style="bold", no_wrap=True, overflow="ellipsis")
     if choice.help:
         text.append("  " + choice.help, style="dim")
-    text.truncate(200)
     return text
 
 
@@ -56,7 +56,8 @@ class CompletionPopup(OptionList):
         if not choices:
             self.close()
             return
-        self.add_options([Option(_row(choice)) for choice in choices])
+        width = min(max(len(choice.label) for choice in choices), 40)
+        self.add_options([Option(_row(choice, width)) for choice in choices])
         self.highlighted = 0
         self.add_class("-open")
 
