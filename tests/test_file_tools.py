@@ -286,7 +286,9 @@ async def test_write_creates_nested_parents(harness: Harness, workspace: Path) -
     )
     assert not result.is_error, result.text
     assert result.text == "Created a/b/c/new.py (18 bytes, 2 lines)."
-    assert result.details["created"] is True and "diff" not in result.details
+    assert result.details["created"] is True
+    # A new file's diff is all of it added (for the block; the model reads only the summary).
+    assert result.details["diff"].startswith("--- /dev/null\n+++ b/a/b/c/new.py\n@@ -0,0 +1,2 @@")
     assert (workspace / "a/b/c/new.py").read_text() == "print('hi')\nx = 1\n"
 
 

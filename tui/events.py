@@ -144,6 +144,9 @@ class ToolCallCompleted(Event):
     child_loop_id: str | None = None
     cwd: str | None = None
     """Where the shared shell stands after the command (a ``cd`` moves it)."""
+    diff: str | None = None
+    """The unified diff a file tool made (bounded): shown in the block and headless output,
+    while the model reads only the compact result."""
 
 
 class RiskSegmentView(BaseModel):
@@ -176,6 +179,10 @@ class ApprovalRequested(Event):
     """Where it will run: the shared shell's directory (None: the workspace)."""
     cwd_elsewhere: bool = False
     """``cwd`` is not the workspace: the modal highlights it."""
+    diff: str | None = None
+    """What a file tool would change, as a unified diff of the file read when asking (a new
+    file: all of it added); None when the tool has nothing to show or the file is unreadable
+    (a secret place is never read for it)."""
 
 
 class ApprovalResolved(Event):

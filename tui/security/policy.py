@@ -12,7 +12,7 @@ import asyncio
 import enum
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -32,6 +32,7 @@ from tui.security.grants import GrantStore
 from tui.security.hosts import HostPolicy
 from tui.security.paths import ALLOW_SETTING, Checked, PathGuard
 from tui.security.permissions import ApprovalMode, PermissionMode
+from tui.security.preview import call_preview
 from tui.security.ratelimit import RateLimiter
 from tui.security.reasons import mode_reason, rule_reason, secret_reason
 from tui.security.risk import (
@@ -99,6 +100,8 @@ class CallInfo:
     hook_permission: Literal["allow", "ask"] | None = None
     """A PreToolUse hook's ``permissionDecision`` (see ``hook_verdict``)."""
     hook_reason: str = ""
+    preview: Callable[[], Awaitable[str | None]] | None = None
+    """The diff the call would make (``Tool.preview``), read only when a person is asked."""
 
 
 class SecurityPolicy:
@@ -438,6 +441,9 @@ class SecurityPolicy:
         forced: bool = False,
     ) -> str:
         request = self.approval_request(access, call, risk, reason)
+        diff = await call_preview(call)
+        if diff is not None:
+            request = request.model_copy(update={"diff": diff})
         # One prompt at a time: a person answers questions in order, never two at once.
         async with self._approval_lock:
             # A grant given while this call waited its turn may already cover it (not when a

@@ -92,6 +92,14 @@ class Tool(ABC, Generic[P]):
         """What this call touches; override for tools with paths or commands."""
         return ToolAccess(permission=self.permission)
 
+    async def preview(self, params: P, ctx: ToolContext) -> str | None:
+        """What the call would change, as a unified diff, for the person asked to approve it.
+
+        Read-only and best effort: None when there is nothing to show or it cannot be read
+        (the call itself then reports the real problem). File tools override it.
+        """
+        return None
+
     @abstractmethod
     async def execute(self, params: P, ctx: ToolContext) -> ToolResult:
         """Run the call.

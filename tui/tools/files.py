@@ -21,7 +21,6 @@ import asyncio
 import base64
 import difflib
 import os
-import re
 import shlex
 import stat
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from tui.diffs import bounded_diff, creation_diff, unified_diff
 from tui.exec.backend import BackendError, ExecutionBackend
 from tui.exec.local import LocalBackend
 from tui.security.permissions import PermissionMode
@@ -50,8 +50,6 @@ DEFAULT_READ_LIMIT = 2000
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 MAX_READ_BYTES = 256 * 1024 * 1024
 """Above this read_file refuses (locally) instead of loading the whole file to show a page."""
-MAX_DIFF_CHARS = 200_000
-"""The diff kept in ``details`` for the UI; a rewrite of a huge file should not bloat it."""
 MAX_LIST_ENTRIES = 1000
 MAX_LIST_SCAN = 50_000
 """Entries looked at before a listing gives up counting (a depth-10 walk of ``/``)."""
@@ -239,69 +237,6 @@ def encode_text(text: str, what: str) -> bytes:
             f"{what} contains a character that cannot be written as UTF-8 ({error.reason} at "
             f"position {error.start}); send valid Unicode text"
         ) from None
-
-
-# -- diffs ----------------------------------------------------------------------------------
-
-_HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
-
-
-def _diff_lines(text: str) -> list[str]:
-    """Lines with their endings, split on ``\\n`` only (see ``split_lines``)."""
-    return re.findall(r"[^\n]*\n|[^\n]+\Z", text)
-
-
-def unified_diff(old: str, new: str, name: str, context: int = 3) -> tuple[str, int, int]:
-    """A unified diff plus added/removed line counts.
-
-    Only the changed middle is handed to difflib (common head and tail lines are trimmed and
-    the hunk numbers shifted back), so a one-line edit in a 10 MB file stays fast.
-    """
-    a, b = _diff_lines(old), _diff_lines(new)
-    head = 0
-    while head < len(a) and head < len(b) and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < len(a) - head and tail < len(b) - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
-    skip_head = max(0, head - context)
-    skip_tail = max(0, tail - context)
-    body = difflib.unified_diff(
-        a[skip_head : len(a) - skip_tail],
-        b[skip_head : len(b) - skip_tail],
-        f"a/{name}",
-        f"b/{name}",
-        n=context,
-    )
-    out: list[str] = []
-    added = removed = 0
-    for index, line in enumerate(body):
-        if index >= 2:
-            if line.startswith("@@"):
-                line = _shift_hunk(line, skip_head)
-            elif line.startswith("+"):
-                added += 1
-            elif line.startswith("-"):
-                removed += 1
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(out), added, removed
-
-
-def _shift_hunk(line: str, by: int) -> str:
-    match = _HUNK.match(line)
-    if not match or not by:
-        return line
-    old_start, old_len, new_start, new_len = match.groups()
-    return (
-        f"@@ -{int(old_start) + by}{old_len or ''} +{int(new_start) + by}{new_len or ''} @@"
-        + line[match.end() :]
-    )
-
-
-def bounded_diff(diff: str) -> str:
-    if len(diff) <= MAX_DIFF_CHARS:
-        return diff
-    return diff[:MAX_DIFF_CHARS] + f"\n[diff cut: {len(diff) - MAX_DIFF_CHARS} more chars]\n"
 
 
 def plural(count: int, word: str) -> str:
@@ -515,6 +450,20 @@ Examples: {"path": "src/util/slug.py", "content": "def slug(s):\\n    return s.l
             subject=params.path,
         )
 
+    async def preview(self, params: WriteFileParams, ctx: ToolContext) -> str | None:
+        path = ctx.resolve_path(params.path, write=True)
+        name = display_path(path, ctx.workspace)
+        old = await read_existing(ctx, path, params.path)
+        if old is None:
+            diff, _ = await asyncio.to_thread(creation_diff, params.content, name)
+            return bounded_diff(diff)
+        if looks_binary(old):
+            return None
+        diff, _, _ = await asyncio.to_thread(
+            unified_diff, old.decode("utf-8", "surrogateescape"), params.content, name
+        )
+        return bounded_diff(diff)
+
     async def execute(self, params: WriteFileParams, ctx: ToolContext) -> ToolResult:
         path = ctx.resolve_path(params.path, write=True)
         name = display_path(path, ctx.workspace)
@@ -529,9 +478,10 @@ Examples: {"path": "src/util/slug.py", "content": "def slug(s):\\n    return s.l
             )
         await write_bytes(ctx, path, params.path, data)
         if old is None:
+            diff, added = await asyncio.to_thread(creation_diff, params.content, name)
             return ToolResult(
                 f"Created {name} ({len(data)} bytes, {plural(lines, 'line')}).",
-                dict(details, created=True, changed=True),
+                dict(details, created=True, changed=True, diff=bounded_diff(diff), added=added),
             )
         details.update(created=False, changed=True, previous_bytes=len(old))
         if looks_binary(old):
@@ -711,6 +661,17 @@ Examples: {"path": "src/app.py", "old_string": "    retries = 3\\n", "new_string
             write_paths=[params.path],
             subject=params.path,
         )
+
+    async def preview(self, params: EditFileParams, ctx: ToolContext) -> str | None:
+        path = ctx.resolve_path(params.path, write=True)
+        name = display_path(path, ctx.workspace)
+        data = await read_existing(ctx, path, params.path)
+        if data is None or looks_binary(data):
+            return None
+        text = data.decode("utf-8", "surrogateescape")
+        edit = await asyncio.to_thread(apply_edit, text, params, name)
+        diff, _, _ = await asyncio.to_thread(unified_diff, text, edit.text, name)
+        return bounded_diff(diff)
 
     async def execute(self, params: EditFileParams, ctx: ToolContext) -> ToolResult:
         path = ctx.resolve_path(params.path, write=True)

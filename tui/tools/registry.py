@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import difflib
+import functools
 import json
 import time
 from collections.abc import Iterable
@@ -17,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from tui.diffs import bounded_diff
 from tui.events import Notice, ToolCallCompleted, ToolCallStarted
 from tui.safe_text import clean, clean_json_text, clean_value, excerpt, loads_strict
 from tui.security.policy import CallInfo, SecurityPolicy, Verdict
@@ -283,6 +285,7 @@ class ToolRegistry:
                 child_loop_id=result.child_loop_id,
                 loop_id=ctx.loop_id,
                 cwd=result.details.get("cwd"),
+                diff=_diff_of(result),
             )
         )
         return result
@@ -304,6 +307,9 @@ class ToolRegistry:
             cwd=where,
             hook_permission=ctx.hook_permission,
             hook_reason=ctx.hook_permission_reason,
+            preview=functools.partial(
+                tool.preview, params, dataclasses.replace(ctx, cwd=here) if here else ctx
+            ),
         )
         try:
             authorization = await ctx.policy.authorize(access, call)
@@ -381,6 +387,14 @@ class ToolRegistry:
 def _loop_notice(ctx: ToolContext, message: str) -> Notice:
     """What the person sees when a loop detector speaks to the model."""
     return Notice(message=message, level="warning", loop_id=ctx.loop_id)
+
+
+def _diff_of(result: ToolResult) -> str | None:
+    """The change a file tool made, bounded and clean, for the block and headless output."""
+    diff = result.details.get("diff")
+    if result.is_error or not isinstance(diff, str) or not diff:
+        return None
+    return bounded_diff(clean(diff))
 
 
 def _cleaned(result: ToolResult) -> ToolResult:
