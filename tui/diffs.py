@@ -18,6 +18,10 @@ MAX_DIFF_CHARS = 200_000
 FOLD_LINES = 60
 """Diff lines shown before the rest is folded behind a count (the pager shows all of them)."""
 
+DIFF_REPLACES = frozenset({"old_string", "new_string", "content"})
+"""A file tool's arguments whose meaning its diff shows in full: an approval shows the diff
+in their place (the path and every other argument stay)."""
+
 LineKind = Literal["hunk", "add", "remove", "context", "header", "note"]
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")

@@ -17,6 +17,7 @@ import unicodedata
 from pathlib import Path
 from typing import Literal, TextIO
 
+from tui.diffs import DIFF_REPLACES, number_width, parse, plain_line
 from tui.events import (
     AgentNotice,
     ApprovalRequested,
@@ -65,6 +66,11 @@ class HeadlessPrinter:
         if isinstance(event, ToolCallStarted):
             what = event.command or json.dumps(event.arguments)[:200]
             line = f"▶ {event.tool_name} [{event.actor}] {what}"
+        elif isinstance(event, ToolCallCompleted) and event.diff and not event.is_error:
+            # The change a file tool made, whole: a script's log shows what was edited.
+            line = f"✓ {event.tool_name}: {visible(event.summary)}\n" + terminal_diff(
+                event.diff, colour=wants_colour(self.stderr)
+            )
         elif isinstance(event, ToolCallCompleted) and (event.is_error or self.verbose):
             line = (
                 f"✗ {event.tool_name}: {event.summary}"
@@ -154,6 +160,12 @@ class TerminalApprover:
         if request.command is not None:
             lines.append("  command:")
             lines.extend(f"    {line}" for line in visible(request.command).split("\n"))
+        elif request.diff is not None:
+            shown = {k: v for k, v in request.arguments.items() if k not in DIFF_REPLACES}
+            lines.append("  arguments:")
+            lines.extend(f"    {line}" for line in json.dumps(shown, indent=2).splitlines())
+            lines.append("  change:")
+            lines.extend(f"    {line}" for line in terminal_diff(request.diff).split("\n"))
         else:
             arguments = json.dumps(request.arguments, indent=2)  # escapes every control
             lines.append("  arguments:")
@@ -174,6 +186,27 @@ class TerminalApprover:
         if request.why:
             lines.append(f"  the model says why: {visible(request.why)}")
         return "\n".join(lines) + "\n"
+
+
+_SGR = {"add": "\x1b[32m", "remove": "\x1b[31m", "hunk": "\x1b[2m", "header": "\x1b[1m"}
+
+
+def wants_colour(stream: TextIO) -> bool:
+    """Colour only for a terminal, and never under ``NO_COLOR``."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
+
+
+def terminal_diff(diff: str, *, colour: bool = False) -> str:
+    """The whole diff, numbered, controls spelled out; ANSI colours only when asked."""
+    lines = parse(diff)
+    width = number_width(lines)
+    out: list[str] = []
+    for line in lines:
+        text = visible(plain_line(line, width))
+        code = _SGR.get(line.kind) if colour else None
+        out.append(f"{code}{text}\x1b[0m" if code else text)
+    return "\n".join(out)
 
 
 def visible(text: str) -> str:

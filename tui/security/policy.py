@@ -441,7 +441,10 @@ class SecurityPolicy:
         forced: bool = False,
     ) -> str:
         request = self.approval_request(access, call, risk, reason)
-        diff = await call_preview(call)
+        # The diff shows the file's current content: never for a secret place, whose content
+        # would land in the prompt, the event stream and the saved transcript.
+        secret = any(self.paths.check(raw).secret for raw in access.write_paths)
+        diff = None if secret else await call_preview(call)
         if diff is not None:
             request = request.model_copy(update={"diff": diff})
         # One prompt at a time: a person answers questions in order, never two at once.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+from rich.console import Group
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
@@ -24,9 +25,11 @@ from textual.reactive import var
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, RadioButton, RadioSet, Static
 
+from tui.diffs import plain
 from tui.events import ApprovalRequested
 from tui.locations import styles_dir
 from tui.security.approval import ApprovalAnswer, ApprovalDecision
+from tui.ui.approval.diff_body import approval_diff_body, shown_arguments
 from tui.ui.cwd import printable
 
 RISK_ORDER = {"low": 0, "medium": 1, "unknown": 2, "high": 3}
@@ -78,6 +81,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         Binding("m", "deny_message", "Deny with message…"),
         Binding("escape", "back", "Back / deny", show=False),
         Binding("enter", "confirm", "Confirm", show=False),
+        Binding("o", "open_diff", "Whole diff", show=False),
     ]
 
     form: var[str] = var("", init=False)
@@ -204,6 +208,8 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
 
     def _body_title(self) -> str:
         request = self.request
+        if request.diff is not None:
+            return "arguments · diff of the change"
         if request.command is None:
             return "arguments"
         count = len(request.segments)
@@ -215,8 +221,10 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
             bits.append(f"{count} segments")
         return "command · " + " · ".join(bits)
 
-    def _command_text(self) -> Text:
+    def _command_text(self) -> Text | Group:
         request = self.request
+        if request.diff is not None:
+            return approval_diff_body(request, arguments_text(shown_arguments(request)))
         if request.command is None:
             return arguments_text(request.arguments)
         text = Text(request.command)
@@ -344,9 +352,18 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     def _deny_with_message(self, event: Input.Submitted) -> None:
         self.dismiss(ApprovalAnswer.deny(event.value.strip() or None))
 
+    def action_open_diff(self) -> None:
+        if self.request.diff is not None:
+            from tui.ui.tools.pager import OutputPager
+
+            title = f"{self.request.tool_name} · {self.request.arguments.get('path', '')}"
+            self.app.push_screen(
+                OutputPager(title, plain(self.request.diff, limit=None), None, "diff")
+            )
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # While a form is open its letters are typing, not answers.
-        return not (self.form and action in ANSWER_ACTIONS)
+        return not (self.form and (action in ANSWER_ACTIONS or action == "open_diff"))
 
 
 def arguments_text(arguments: dict[str, object]) -> Text:

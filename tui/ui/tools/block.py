@@ -26,13 +26,18 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
 
+from tui.diffs import plain
 from tui.ui.cwd import printable
+from tui.ui.diff_view import diff_text
 from tui.ui.messages import ToolBlockAction
 from tui.ui.selectable import highlight, selected_text
 from tui.ui.tools.output import MAX_BYTES, MAX_LINES, OutputBuffer, human_bytes
 
 Status = Literal["requested", "waiting", "running", "ok", "error", "denied", "cancelled"]
 COLLAPSED_LINES = 5
+DIFF_LINES_COLLAPSED = 12
+"""Diff lines a collapsed block shows before folding the rest behind a count."""
+DIFF_LINES_EXPANDED = 400
 CROPPED_MARK = "\u203a"
 """Drawn at the right edge of an output line too wide for the block."""
 COLLAPSED_COMMAND_LINES = 6
@@ -90,6 +95,8 @@ class ToolCallState:
     progress: float | None = None
     """The tool's latest progress report, 0..1 (None: it gave no fraction)."""
     progress_message: str = ""
+    diff: str | None = None
+    """The unified diff a file tool made: the block shows it in place of the output."""
     output: OutputBuffer = field(default_factory=OutputBuffer)
 
     @property
@@ -274,7 +281,10 @@ class ToolBlock(Widget, can_focus=True):
         lines: list[Strip] = []
         if width > 0:
             lines += self._command_strips(width)
-            lines += self._output_lines(width)
+            if self.state.diff is not None:
+                lines += self._diff_strips(width)
+            else:
+                lines += self._output_lines(width)
             lines += self._wrapped(self._stats_text(), width, no_wrap=True)
             note = self._note_text()
             if note.plain:
@@ -320,6 +330,16 @@ class ToolBlock(Widget, can_focus=True):
         strips = self._wrapped(text, width)
         self._command_cache = (key, strips)
         return strips
+
+    def _diff_strips(self, width: int) -> list[Strip]:
+        assert self.state.diff is not None
+        limit = DIFF_LINES_EXPANDED if self.expanded else DIFF_LINES_COLLAPSED
+        text = Text(self.state.summary)
+        text.stylize(self._component("tool-block--muted"))
+        text.append("\n")
+        path = self.state.arguments.get("path") if isinstance(self.state.arguments, dict) else None
+        text.append_text(diff_text(self.state.diff, path=str(path or ""), limit=limit))
+        return self._wrapped(text, width)
 
     def _output_lines(self, width: int) -> list[Strip]:
         strips = []
@@ -506,6 +526,8 @@ class ToolBlock(Widget, can_focus=True):
 
     def output_source(self) -> tuple[str, Path | None, str]:
         """Where the whole output is: ``(text, path, description)``; text when kept whole."""
+        if self.state.diff is not None:
+            return plain(self.state.diff, limit=None), None, "the whole diff of the change"
         out = self.state.output
         if not out.truncated:
             return out.text(), None, "the whole output (kept in memory)"

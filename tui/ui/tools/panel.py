@@ -222,6 +222,7 @@ class ToolPanel(TailFollowing):
             state.cut_notes = list(event.cut_notes)
             state.child_loop_id = event.child_loop_id
             state.cwd_after = event.cwd
+            state.diff = event.diff
             state.output.close()
             return block
         return None
