@@ -21,6 +21,14 @@ def compare(snap_compare: Any, name: str, size: tuple[int, int] = SIZE) -> bool:
     return bool(snap_compare(make(), terminal_size=size, run_before=play))
 
 
+class TestDiffs:
+    def test_edit_approval_shows_a_coloured_numbered_diff(self, snap_compare: Any) -> None:
+        assert compare(snap_compare, "diff_approval")
+
+    def test_edit_result_block_shows_the_diff(self, snap_compare: Any) -> None:
+        assert compare(snap_compare, "diff_result")
+
+
 class TestMainScreen:
     def test_idle(self, snap_compare: Any) -> None:
         assert compare(snap_compare, "idle")

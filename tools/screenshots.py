@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 README_SCENES = (
     "working",
     "approval",
+    "diff_approval",
     "takeover",
     "pager",
     "grants",

@@ -19,6 +19,7 @@ from typing import Any
 
 from textual.pilot import Pilot
 
+from tests.snapshot_apps import diff_scenes
 from tui.config import load_settings
 from tui.events import (
     AgentNotice,
@@ -44,6 +45,7 @@ from tui.exec.local import LocalBackend
 from tui.security.rules import Rule
 from tui.session import AgentSession, build_session
 from tui.ui.app import AgentApp
+from tui.ui.tools.block import ToolBlock
 
 NOW = 1_790_000_000.0
 """The frozen wall clock of every scene (seconds)."""
@@ -699,6 +701,21 @@ def scene(name: str) -> Scene:
 
         return make, play
 
+    if name in ("diff_approval", "diff_result"):
+
+        def make() -> AgentApp:
+            return make_app()
+
+        async def play(pilot: Pilot) -> None:
+            app: AgentApp = pilot.app  # type: ignore[assignment]
+            made = diff_scenes.approval if name == "diff_approval" else diff_scenes.result
+            await publish(pilot, app, made(at))
+            if name == "diff_result":
+                app.query_one(ToolBlock).focus()
+            await settle(pilot)
+
+        return make, play
+
     if name == "no_provider":
 
         def make() -> AgentApp:
@@ -721,6 +738,7 @@ SCENES = ("idle", "streaming", "running_tool", "working", "approval", "always", 
 SCENES += ("takeover",)
 SCENES += ("grants", "no_provider", "pager", "adapters", "trust")
 SCENES += ("completion",)
+SCENES += ("diff_approval", "diff_result")
 
 CLONED_REPO_CONFIG = """\
 [approval]
