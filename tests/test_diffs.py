@@ -155,6 +155,50 @@ async def test_a_secret_file_is_never_read_into_an_approval(workspace: Path) -> 
     assert completed.diff is None
 
 
+async def changed_while_asking(
+    workspace: Path, tool: str, arguments: dict[str, object], meanwhile: str
+) -> tuple[list[ApprovalRequested], ToolCallCompleted]:
+    """Someone rewrites the file while the person reads the prompt; then the person says yes."""
+    requests: list[ApprovalRequested] = []
+
+    async def yes_after_a_change(request: ApprovalRequested) -> ApprovalAnswer:
+        requests.append(request)
+        (workspace / str(arguments["path"])).write_text(meanwhile)
+        return ApprovalAnswer.allow_once()
+
+    approver = CallbackApprover(yes_after_a_change)
+    harness = make_harness(workspace, mode=ApprovalMode.ASK, approver=approver)
+    await harness.call(tool, arguments)
+    [completed] = [e for e in harness.events if isinstance(e, ToolCallCompleted)]
+    return requests, completed
+
+
+async def test_an_edit_whose_file_changed_after_the_approval_writes_nothing(
+    workspace: Path,
+) -> None:
+    (workspace / "a.py").write_text("x = 1\ny = 2\n")
+    edit = {"path": "a.py", "old_string": "x = 1", "new_string": "x = 10"}
+    meanwhile = "x = 1\ny = 2\nimport shutil; shutil.rmtree('/')\n"
+    [request], completed = await changed_while_asking(workspace, "edit_file", edit, meanwhile)
+
+    assert request.diff is not None and "rmtree" not in request.diff
+    assert completed.is_error and completed.error_type == "ExecutionFailed"
+    assert "changed after the approval was asked" in completed.summary
+    assert (workspace / "a.py").read_text() == meanwhile  # not the unapproved change
+
+
+async def test_a_write_over_a_file_changed_after_the_approval_writes_nothing(
+    workspace: Path,
+) -> None:
+    (workspace / "cfg.ini").write_text("a=1\n")
+    write = {"path": "cfg.ini", "content": "a=2\n"}
+    [request], completed = await changed_while_asking(workspace, "write_file", write, "b=9\n")
+
+    assert request.diff == "--- a/cfg.ini\n+++ b/cfg.ini\n@@ -1 +1 @@\n-a=1\n+a=2\n"
+    assert completed.is_error and "changed after the approval was asked" in completed.summary
+    assert (workspace / "cfg.ini").read_text() == "b=9\n"
+
+
 # -- headless text output -------------------------------------------------------------------
 
 

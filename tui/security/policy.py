@@ -102,6 +102,8 @@ class CallInfo:
     hook_reason: str = ""
     preview: Callable[[], Awaitable[str | None]] | None = None
     """The diff the call would make (``Tool.preview``), read only when a person is asked."""
+    approved_diff: str | None = None
+    """The diff a person saw and allowed: the tool refuses to make a different change."""
 
 
 class SecurityPolicy:
@@ -457,6 +459,7 @@ class SecurityPolicy:
             if verdict is Verdict.ALLOW and not forced:
                 return how
             answer = await self._wait_answer(request, call)
+            call.approved_diff = request.diff
         self._emit(
             ApprovalResolved(
                 request_id=request.request_id,

@@ -46,6 +46,9 @@ class ToolContext:
     secret_allowance: tuple[Path, ...] = ()
     """Secret paths the person approved for this one call; set by the registry on a copy
     of the context, so no other call ever sees it."""
+    approved_diff: str | None = None
+    """The diff a person approved for this one call (set like ``secret_allowance``): a file
+    tool whose change came out different, because the file changed meanwhile, writes nothing."""
     hook_permission: Literal["allow", "ask"] | None = None
     """A PreToolUse hook's ``permissionDecision`` for this one call (never copied to a
     sibling): the policy weighs it after every hard refusal."""

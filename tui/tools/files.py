@@ -33,6 +33,7 @@ from pydantic import Field
 from tui.diffs import bounded_diff, creation_diff, unified_diff
 from tui.exec.backend import BackendError, ExecutionBackend
 from tui.exec.local import LocalBackend
+from tui.safe_text import clean
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.context import ToolContext
@@ -237,6 +238,23 @@ def encode_text(text: str, what: str) -> bytes:
             f"{what} contains a character that cannot be written as UTF-8 ({error.reason} at "
             f"position {error.start}); send valid Unicode text"
         ) from None
+
+
+def write_diff(old: bytes | None, content: str, name: str) -> tuple[str, int, int]:
+    """What writing ``content`` over ``old`` changes (None: a new file, all of it added)."""
+    if old is None:
+        diff, added = creation_diff(content, name)
+        return diff, added, 0
+    return unified_diff(old.decode("utf-8", "surrogateescape"), content, name)
+
+
+def check_approved(ctx: ToolContext, diff: str, name: str) -> None:
+    """Refuse a change other than the diff the person approved (the file moved meanwhile)."""
+    if ctx.approved_diff is not None and bounded_diff(clean(diff)) != ctx.approved_diff:
+        raise ExecutionFailed(
+            f"{name} changed after the approval was asked: the change would differ from the "
+            "diff the user approved, so nothing was written. Read the file again and retry."
+        )
 
 
 def plural(count: int, word: str) -> str:
@@ -454,15 +472,9 @@ Examples: {"path": "src/util/slug.py", "content": "def slug(s):\\n    return s.l
         path = ctx.resolve_path(params.path, write=True)
         name = display_path(path, ctx.workspace)
         old = await read_existing(ctx, path, params.path)
-        if old is None:
-            diff, _ = await asyncio.to_thread(creation_diff, params.content, name)
-            return bounded_diff(diff)
-        if looks_binary(old):
+        if old is not None and looks_binary(old):
             return None
-        diff, _, _ = await asyncio.to_thread(
-            unified_diff, old.decode("utf-8", "surrogateescape"), params.content, name
-        )
-        return bounded_diff(diff)
+        return bounded_diff((await asyncio.to_thread(write_diff, old, params.content, name))[0])
 
     async def execute(self, params: WriteFileParams, ctx: ToolContext) -> ToolResult:
         path = ctx.resolve_path(params.path, write=True)
@@ -476,9 +488,13 @@ Examples: {"path": "src/util/slug.py", "content": "def slug(s):\\n    return s.l
                 f"{name} already has exactly this content ({len(data)} bytes); nothing written.",
                 dict(details, created=False, changed=False),
             )
+        if old is None or not looks_binary(old):
+            diff, added, removed = await asyncio.to_thread(write_diff, old, params.content, name)
+            check_approved(ctx, diff, name)
+        else:  # now binary: whatever diff was approved, it is not this change
+            check_approved(ctx, "", name)
         await write_bytes(ctx, path, params.path, data)
         if old is None:
-            diff, added = await asyncio.to_thread(creation_diff, params.content, name)
             return ToolResult(
                 f"Created {name} ({len(data)} bytes, {plural(lines, 'line')}).",
                 dict(details, created=True, changed=True, diff=bounded_diff(diff), added=added),
@@ -490,9 +506,6 @@ Examples: {"path": "src/util/slug.py", "content": "def slug(s):\\n    return s.l
                 f"binary file of {len(old)} bytes.",
                 details,
             )
-        diff, added, removed = await asyncio.to_thread(
-            unified_diff, old.decode("utf-8", "replace"), params.content, name
-        )
         details.update(diff=bounded_diff(diff), added=added, removed=removed)
         return ToolResult(
             f"Overwrote {name} ({len(data)} bytes, {plural(lines, 'line')}; was {len(old)} "
@@ -683,8 +696,9 @@ Examples: {"path": "src/app.py", "old_string": "    retries = 3\\n", "new_string
             raise InvalidArguments(f"{name} is a binary file; edit_file only edits text")
         text = data.decode("utf-8", "surrogateescape")
         edit = await asyncio.to_thread(apply_edit, text, params, name)
-        await write_bytes(ctx, path, params.path, encode_text(edit.text, "new_string"))
         diff, added, removed = await asyncio.to_thread(unified_diff, text, edit.text, name)
+        check_approved(ctx, diff, name)
+        await write_bytes(ctx, path, params.path, encode_text(edit.text, "new_string"))
         snippet = edit_snippet(edit.text, edit.first_line, params.new_string)
         summary = (
             f"Edited {name}: replaced {plural(edit.count, 'occurrence')} (first at line "

@@ -332,6 +332,8 @@ class ToolRegistry:
             raise Cancelled(f"{tool.name} was cancelled before it started")
         if authorization.secrets:
             ctx = dataclasses.replace(ctx, secret_allowance=authorization.secrets)
+        if call.approved_diff is not None:
+            ctx = dataclasses.replace(ctx, approved_diff=call.approved_diff)
         if here is not None:
             ctx = dataclasses.replace(ctx, cwd=here)
         result = _cleaned(await self._run_cancellable(tool, params, ctx))
