@@ -1,185 +1,255 @@
 """The full output of one call, however large, in a pager that never loads it all.
 
-A worker thread indexes line offsets (eight bytes per line); the view reads only the lines on
-screen, through a small strip cache. Two million lines of ``seq`` open in well under a second
-and cost about 16 MB of offsets, not the text itself.
+A worker thread builds a sparse index of line starts (``pager_index``) and the view reads only
+the lines on screen, so a gibibyte opens at once and costs a few megabytes. ``/`` searches by
+streaming the file in another worker (cancelled by a new search or by closing), ``n`` / ``N``
+step through the matches, ``:`` jumps to a line, ``w`` wraps.
 """
 
 from __future__ import annotations
 
-import array
+import time
 from pathlib import Path
 
-from rich.segment import Segment
-from rich.style import Style
-from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.cache import LRUCache
-from textual.geometry import Size
 from textual.screen import ModalScreen
-from textual.scroll_view import ScrollView
-from textual.selection import Selection
-from textual.strip import Strip
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, Input, Static
+from textual.worker import get_current_worker
 
 from tui.locations import styles_dir
-from tui.ui.selectable import highlight, selected_text
 from tui.ui.tools.output import human_bytes
+from tui.ui.tools.pager_index import IndexCancelled, LineSource
+from tui.ui.tools.pager_search import SearchResult, search
+from tui.ui.tools.pager_view import LinesView
 
-MAX_LINE_BYTES = 16 * 1024
+__all__ = ["LineSource", "LinesView", "OutputPager"]
 
-
-class LineSource:
-    """Lines of a file (indexed, read on demand) or of an in-memory string."""
-
-    def __init__(self, text: str = "", path: Path | None = None) -> None:
-        self.path = path
-        self._lines: list[str] | None = None if path is not None else text.split("\n")
-        self._offsets = array.array("q")
-        self.size = len(text.encode()) if path is None else 0
-        self.width = 0
-
-    def index(self) -> None:
-        """Find every line start (in a thread: it reads the whole file once)."""
-        if self.path is None:
-            assert self._lines is not None
-            self.width = max((len(line) for line in self._lines[:5000]), default=0)
-            return
-        offsets = array.array("q", [0])
-        widest = 0
-        position = 0
-        with self.path.open("rb") as file:
-            while block := file.read(1 << 20):
-                start = 0
-                while (found := block.find(b"\n", start)) != -1:
-                    widest = max(widest, found - start) if len(offsets) < 5000 else widest
-                    offsets.append(position + found + 1)
-                    start = found + 1
-                position += len(block)
-        if offsets[-1] == position and len(offsets) > 1:
-            offsets.pop()  # a trailing newline does not start another line
-        self.size = position
-        self.width = widest
-        self._offsets = offsets
-
-    def __len__(self) -> int:
-        if self._lines is not None:
-            return len(self._lines)
-        return len(self._offsets)
-
-    def line(self, number: int) -> str:
-        if self._lines is not None:
-            return self._lines[number]
-        assert self.path is not None
-        start = self._offsets[number]
-        end = self._offsets[number + 1] if number + 1 < len(self._offsets) else self.size
-        with self.path.open("rb") as file:
-            file.seek(start)
-            data = file.read(min(end - start, MAX_LINE_BYTES))
-        return data.decode("utf-8", "replace").rstrip("\n")
+PROGRESS_EVERY = 0.1
+"""Seconds between progress reports from a worker: often enough to watch, rare enough to be free."""
 
 
-class LinesView(ScrollView, can_focus=True):
-    """A scrolling view over a ``LineSource`` with a gutter of line numbers."""
+class PagerPrompt(Input):
+    """The ``/`` search and ``:`` jump line; Esc closes it, not the pager."""
 
-    BINDINGS = [
-        Binding("g,home", "scroll_home", "Top", show=True),
-        Binding("G,end", "scroll_end", "Bottom", show=True),
-        Binding("space", "page_down", "Page", show=False),
-    ]
+    BINDINGS = [Binding("escape", "close", "Cancel", show=False)]
 
-    def __init__(self, source: LineSource) -> None:
-        super().__init__()
-        self.source = source
-        self._cache: LRUCache[tuple[int, int, int], Strip] = LRUCache(1024)
-
-    def loaded(self) -> None:
-        gutter = len(str(len(self.source))) + 1
-        self.virtual_size = Size(min(self.source.width, 2000) + gutter + 1, len(self.source))
-        self._cache.clear()
-        self.refresh()
-
-    def render_line(self, y: int) -> Strip:
-        scroll_x, scroll_y = self.scroll_offset
-        number = scroll_y + y
-        width = self.size.width
-        base = self.rich_style
-        if number >= len(self.source):
-            return Strip.blank(width, base)
-        selection = self.text_selection
-        key = (number, scroll_x, width)
-        cached = self._cache.get(key) if selection is None else None
-        if cached is not None:
-            return cached
-        gutter = len(str(len(self.source)))
-        line = self.source.line(number)
-        text = Text.from_ansi(line, no_wrap=True) if "\x1b" in line else Text(line.expandtabs(8))
-        segments = [Segment(f"{number + 1:>{gutter}} ", base + Style(dim=True))]
-        body = Strip(list(text.render(self.app.console)))
-        body = highlight(body, selection, number, self._selection_style())
-        # Offsets in source columns and lines: a selection never takes in the gutter.
-        body = body.crop(scroll_x, scroll_x + width).apply_offsets(scroll_x, number)
-        strip = Strip([*segments, *body]).apply_style(base).crop_extend(0, width, base)
-        if selection is None:
-            self._cache[key] = strip
-        return strip
-
-    def _selection_style(self) -> Style:
-        return self.screen.get_component_rich_style("screen--selection")
-
-    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
-        """The selected lines of the source, read one by one (never the whole file)."""
-        source = self.source
-        return selected_text(selection, source.line, len(source)), "\n"
-
-    def selection_updated(self, selection: Selection | None) -> None:
-        self.refresh()
-
-    def action_page_down(self) -> None:
-        self.scroll_page_down()
+    def action_close(self) -> None:
+        self.display = False
+        self.screen.query_one(LinesView).focus()
 
 
 class OutputPager(ModalScreen[None]):
     """``q``/``esc`` closes."""
 
     CSS_PATH = str(styles_dir() / "pager.tcss")
-    BINDINGS = [Binding("escape,q", "dismiss", "Close")]
+    BINDINGS = [
+        Binding("escape,q", "dismiss", "Close"),
+        Binding("slash", "prompt('/')", "Search"),
+        Binding("n", "next_match(1)", "Next", show=False),
+        Binding("N", "next_match(-1)", "Previous", show=False),
+        Binding("colon", "prompt(':')", "Line"),
+        Binding("w", "wrap", "Wrap"),
+    ]
 
     def __init__(self, title: str, text: str, path: Path | None, description: str) -> None:
         super().__init__()
         self.title_text = title
         self.source = LineSource(text, path)
         self.description = description
+        self.result: SearchResult | None = None
+        self.match: int | None = None  # index into ``result`` of the current match
+        self.message = ""
+        self.moved = False  # the person scrolled, searched or jumped: keep their place
+        self.opened = time.monotonic()
+        self.first_screen: float | None = None
+        self._last_report = 0.0
 
     def compose(self) -> ComposeResult:
         yield Static(self.title_text, id="pager-title", markup=False)
         yield Static(f"{self.description} · indexing…", id="pager-info", markup=False)
-        yield LinesView(self.source)
+        yield LinesView(self.source, self._update_info)
+        prompt = PagerPrompt(id="pager-prompt")
+        prompt.display = False
+        yield prompt
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one(LinesView).focus()
         self._index()
 
-    @work(thread=True, exclusive=True, group="pager", exit_on_error=False, description="index")
+    def on_unmount(self) -> None:
+        self.source.close()
+
+    # -- the index --------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="pager-index", exit_on_error=False)
     def _index(self) -> None:
+        worker = get_current_worker()
         try:
-            self.source.index()
+            self.source.index(lambda: self._report(self._grown), lambda: worker.is_cancelled)
+        except IndexCancelled:
+            return
         except OSError as error:
             self.app.call_from_thread(self._failed, str(error))
             return
         self.app.call_from_thread(self._ready)
 
+    def _report(self, callback: object) -> None:
+        """Hand progress to the event loop at most every ``PROGRESS_EVERY`` seconds."""
+        now = time.monotonic()
+        if now - self._last_report >= PROGRESS_EVERY or self.first_screen is None:
+            self._last_report = now
+            self.app.call_from_thread(callback)  # type: ignore[arg-type]
+
+    def _grown(self) -> None:
+        if not self.is_attached:
+            return
+        self.query_one(LinesView).grown()
+        if self.first_screen is None and len(self.source):
+            self.first_screen = time.monotonic() - self.opened
+        self._update_info()
+
     def _ready(self) -> None:
         view = self.query_one(LinesView)
-        view.loaded()
-        # Start at the end, where a command's verdict usually is (g goes to the top).
-        view.call_after_refresh(view.scroll_end, animate=False)
-        self.query_one("#pager-info", Static).update(
-            f"{self.description} · {len(self.source):,} lines · {human_bytes(self.source.size)}"
-        )
+        view.grown()
+        if not self.moved:
+            # Start at the end, where a command's verdict usually is (g goes to the top).
+            view.call_after_refresh(view.scroll_end, animate=False)
+        self._update_info()
 
     def _failed(self, reason: str) -> None:
         self.query_one("#pager-info", Static).update(f"cannot read the output: {reason}")
+
+    def _update_info(self) -> None:
+        if not self.is_attached:
+            return
+        view = self.query_one(LinesView)
+        total = len(self.source)
+        top = min(view.top_line() + 1, max(total, 1))
+        bottom = min(view.top_line() + view.scrollable_content_region.height, total)
+        parts = [self.description]
+        if self.source.done:
+            parts.append(f"lines {top:,}-{bottom:,} of {total:,} · {human_bytes(self.source.size)}")
+        else:
+            parts.append(f"lines {top:,}-{bottom:,} of {total:,}… · indexing…")
+        if view.wrap:
+            parts.append("wrap")
+        if self.message:
+            parts.append(self.message)
+        self.query_one("#pager-info", Static).update(" · ".join(parts))
+
+    # -- search and jump --------------------------------------------------------------------
+
+    def action_prompt(self, kind: str) -> None:
+        prompt = self.query_one(PagerPrompt)
+        prompt.placeholder = "search (lower case ignores case)" if kind == "/" else "line number"
+        prompt.value = kind
+        prompt.display = True
+        prompt.focus()
+        prompt.cursor_position = len(kind)
+
+    @on(Input.Submitted, "#pager-prompt")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        prompt = self.query_one(PagerPrompt)
+        prompt.action_close()
+        value = event.value
+        if value.startswith(":"):
+            self._jump(value[1:].strip())
+        elif value.startswith("/") and value[1:]:
+            self._start_search(value[1:])
+
+    def _jump(self, text: str) -> None:
+        if not text.isdigit():
+            self._say(f"not a line number: {text[:40]}")
+            return
+        total = len(self.source)
+        number = min(max(int(text), 1), max(total, 1))
+        self.moved = True
+        self.query_one(LinesView).show_line(number - 1)
+        beyond = int(text) > total
+        self._say(f"line {text} is past the end ({total:,} lines)" if beyond else "")
+
+    def _start_search(self, needle: str) -> None:
+        self.moved = True
+        self.result = SearchResult(needle)
+        self.match = None
+        self.query_one(LinesView).mark(needle, None)
+        self._say(f"searching for {needle!r}…")
+        self._search(self.result)
+
+    @work(thread=True, exclusive=True, group="pager-search", exit_on_error=False)
+    def _search(self, result: SearchResult) -> None:
+        worker = get_current_worker()
+        try:
+            search(
+                self.source,
+                result.needle,
+                result,
+                lambda: self._report(lambda: self._searched(result)),
+                lambda: worker.is_cancelled,
+            )
+        except OSError as error:
+            self.app.call_from_thread(self._say, f"cannot search: {error}")
+            return
+        if not worker.is_cancelled:
+            self.app.call_from_thread(self._searched, result)
+
+    def _searched(self, result: SearchResult) -> None:
+        """Progress or the end of a search: go to the first match below the top line."""
+        if result is not self.result or not self.is_attached:
+            return
+        if self.match is None and len(result):
+            first = result.first_at_or_after(self.query_one(LinesView).top_line())
+            if first is not None or result.done:
+                self._go(first if first is not None else 0)
+                return
+        if self.match is not None:
+            self._go(self.match, move=False)
+        elif result.done:
+            self._say(f"no matches for {result.needle!r}")
+        else:
+            share = result.scanned * 100 // max(self.source.size or result.scanned, 1)
+            self._say(f"searching for {result.needle!r}… {share}%")
+
+    def _go(self, match: int, move: bool = True, note: str = "") -> None:
+        result = self.result
+        assert result is not None
+        self.match = match
+        line = result.lines[match]
+        view = self.query_one(LinesView)
+        view.mark(result.needle, (line, result.ranks[match]))
+        if move:
+            view.show_line(line)
+        total = f"{result.total:,}" if result.done else f"{result.total:,} so far"
+        kept = "" if len(result) == result.total else f" (first {len(result):,} kept)"
+        self._say(f"match {match + 1:,} of {total}{kept}{note}")
+
+    def action_next_match(self, step: int) -> None:
+        result = self.result
+        if result is None:
+            self._say("no search yet: / to search")
+            return
+        if not len(result):
+            self._say(f"no matches for {result.needle!r}" if result.done else "searching…")
+            return
+        current = self.match if self.match is not None else -1 if step > 0 else len(result)
+        target = current + step
+        if 0 <= target < len(result):
+            self._go(target)
+        elif not result.done and step > 0:
+            self._say("no more matches yet: still searching…")
+        else:
+            wrapped = 0 if step > 0 else len(result) - 1
+            where = "below" if step > 0 else "above"
+            self._go(wrapped, note=f" · no more matches {where}, wrapped")
+
+    def action_wrap(self) -> None:
+        self.query_one(LinesView).toggle_wrap()
+        self._update_info()
+
+    def _say(self, message: str) -> None:
+        self.message = message
+        self._update_info()
