@@ -34,6 +34,8 @@ class PagerPrompt(Input):
     """The ``/`` search and ``:`` jump line; Esc closes it, not the pager."""
 
     BINDINGS = [Binding("escape", "close", "Cancel", show=False)]
+    kind = "/"
+    """``/`` to search, ``:`` to jump; also the line's first character, as in ``less``."""
 
     def action_close(self) -> None:
         self.display = False
@@ -70,7 +72,7 @@ class OutputPager(ModalScreen[None]):
         yield Static(self.title_text, id="pager-title", markup=False)
         yield Static(f"{self.description} · indexing…", id="pager-info", markup=False)
         yield LinesView(self.source, self._update_info)
-        prompt = PagerPrompt(id="pager-prompt")
+        prompt = PagerPrompt(id="pager-prompt", select_on_focus=False)
         prompt.display = False
         yield prompt
         yield Footer()
@@ -145,6 +147,7 @@ class OutputPager(ModalScreen[None]):
     def action_prompt(self, kind: str) -> None:
         prompt = self.query_one(PagerPrompt)
         prompt.placeholder = "search (lower case ignores case)" if kind == "/" else "line number"
+        prompt.kind = kind
         prompt.value = kind
         prompt.display = True
         prompt.focus()
@@ -155,11 +158,11 @@ class OutputPager(ModalScreen[None]):
         event.stop()
         prompt = self.query_one(PagerPrompt)
         prompt.action_close()
-        value = event.value
-        if value.startswith(":"):
-            self._jump(value[1:].strip())
-        elif value.startswith("/") and value[1:]:
-            self._start_search(value[1:])
+        value = event.value.removeprefix(prompt.kind)
+        if prompt.kind == ":":
+            self._jump(value.strip())
+        elif value:
+            self._start_search(value)
 
     def _jump(self, text: str) -> None:
         if not text.isdigit():
