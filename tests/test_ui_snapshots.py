@@ -62,6 +62,9 @@ class TestScreens:
     def test_workspace_trust(self, snap_compare: Any) -> None:
         assert compare(snap_compare, "trust")
 
+    def test_pager_search_marks_matches(self, snap_compare: Any) -> None:
+        assert compare(snap_compare, "pager_search")
+
 
 SIZES = [(60, 20), (80, 24), (120, 40), (200, 60)]
 

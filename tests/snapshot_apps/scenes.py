@@ -613,7 +613,7 @@ def scene(name: str) -> Scene:
 
         return make, play
 
-    if name == "pager":
+    if name in ("pager", "pager_search"):
 
         def make() -> AgentApp:
             return make_app(backend=DemoTmux())
@@ -639,14 +639,27 @@ def scene(name: str) -> Scene:
                 duration_ms=812,
             )
             await publish(pilot, app, events)
-            await pilot.press("ctrl+l")
-            from tui.ui.tools.pager import LinesView
+            from tui.ui.tools.pager import LinesView, OutputPager
+
+            if name == "pager":
+                await pilot.press("ctrl+l")
+            else:  # the same text, without the saved file's path (it names a temp dir)
+                title = "run_shell · journalctl -u webapp --since today --no-pager"
+                app.push_screen(OutputPager(title, log, None, "the whole stream"))
 
             for _ in range(200):
-                if app.screen.query(LinesView) and len(app.screen.query_one(LinesView).source) > 1:
+                if app.screen.query(LinesView) and app.screen.query_one(LinesView).source.done:
                     break
                 await pilot.pause(0.02)
             await settle(pilot)
+            if name == "pager_search":
+                await pilot.press("slash", *"job 29", "enter")
+                for _ in range(200):
+                    if app.screen.match is not None:  # type: ignore[attr-defined]
+                        break
+                    await pilot.pause(0.02)
+                await pilot.press("n", "n", "n")
+                await settle(pilot)
 
         return make, play
 
@@ -736,7 +749,7 @@ def scene(name: str) -> Scene:
 
 SCENES = ("idle", "streaming", "running_tool", "working", "approval", "always", "mirror")
 SCENES += ("takeover",)
-SCENES += ("grants", "no_provider", "pager", "adapters", "trust")
+SCENES += ("grants", "no_provider", "pager", "pager_search", "adapters", "trust")
 SCENES += ("completion",)
 SCENES += ("diff_approval", "diff_result")
 

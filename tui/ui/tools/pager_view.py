@@ -48,7 +48,7 @@ class LinesView(ScrollView, can_focus=True):
     def grown(self) -> None:
         """More lines are indexed (or all are): size the scroll range to them."""
         gutter = len(str(len(self.source))) + 1
-        width = self.size.width if self.wrap else min(self.source.width, 2000) + gutter + 1
+        width = 0 if self.wrap else min(self.source.width, 2000) + gutter + 1
         self.virtual_size = Size(width, len(self.source))
         self._cache.clear()
         self.refresh()
