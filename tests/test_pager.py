@@ -192,3 +192,18 @@ async def test_wrap_shows_a_long_line_whole(tmp_path: Path) -> None:
         assert "00399" in shown() and "last" in shown()
         await pilot.press("w")
         assert "00399" not in shown()
+
+
+def test_a_search_stops_when_cancelled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Closing the pager or starting another search cancels the worker: it reads no further."""
+    monkeypatch.setattr(pager_search, "CHUNK", 4096)
+    path = tmp_path / "out.log"
+    path.write_bytes(b"no match here\n" * 10_000)
+    source = LineSource(path=path)
+    source.index()
+    result = SearchResult("needle")
+    chunks: list[int] = []
+    search(
+        source, "needle", result, lambda: chunks.append(result.scanned), lambda: len(chunks) >= 2
+    )
+    assert not result.done and result.scanned == 2 * 4096

@@ -84,6 +84,9 @@ class OutputPager(ModalScreen[None]):
     def on_unmount(self) -> None:
         self.source.close()
 
+    def on_key(self) -> None:
+        self.moved = True  # a key pressed while indexing: do not jump away to the end after
+
     # -- the index --------------------------------------------------------------------------
 
     @work(thread=True, exclusive=True, group="pager-index", exit_on_error=False)
