@@ -49,15 +49,15 @@ from tui.config import McpServerSettings, OpenApiSpecSettings
 from tui.exec.local import LocalBackend
 from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.policy import SecurityPolicy
+from tui.tools.adapters.mcp.tools import McpManager
+from tui.tools.adapters.openapi.tools import build_openapi_tools
 from tui.tools.base import Tool, ToolAccess
+from tui.tools.builtin.tool_search import ToolSearchTool, ToolWords, _words, score
 from tui.tools.context import ToolContext
 from tui.tools.loops import LoopMemory
-from tui.tools.mcp import McpManager
-from tui.tools.openapi import build_openapi_tools
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult
 from tui.tools.schema_tool import RawParams, SchemaTool
-from tui.tools.tool_search import ToolSearchTool, ToolWords, _words, score
 
 Call = Callable[[], Awaitable[None]]
 

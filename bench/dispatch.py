@@ -24,7 +24,7 @@ if str(ROOT) not in sys.path:  # run as a script from a plain checkout: make ``t
 from tui.exec.local import LocalBackend
 from tui.security.permissions import ApprovalMode
 from tui.security.policy import SecurityPolicy
-from tui.tools.builtin import builtin_tools
+from tui.tools.builtin.catalog import builtin_tools
 from tui.tools.context import ToolContext
 from tui.tools.loops import LoopMemory
 from tui.tools.registry import ToolRegistry

@@ -16,7 +16,7 @@ from tui.exec.local import LocalBackend
 from tui.security.permissions import ApprovalMode
 from tui.security.policy import SecurityPolicy
 from tui.security.settings import SecuritySettings
-from tui.tools.builtin import builtin_tools
+from tui.tools.builtin.catalog import builtin_tools
 from tui.tools.context import ToolContext
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult

@@ -18,12 +18,13 @@ import pytest
 from tests.conftest import Harness
 from tests.test_loop import Recorder
 from tui.agent.scheduler import JobOutcome, Scheduler, backend_command_runner
+from tui.errors import PermissionDenied
 from tui.events import Notice, ScheduledJobFinished
 from tui.exec.local import LocalBackend
 from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.policy import SecurityPolicy
 from tui.tools.base import missing_description_sections
-from tui.tools.cron import (
+from tui.tools.builtin.cron import (
     CronAddParams,
     CronAddTool,
     CronStore,
@@ -34,8 +35,7 @@ from tui.tools.cron import (
     following_run,
     next_cron_run,
 )
-from tui.tools.errors import PermissionDenied
-from tui.tools.memory import memory_db_path, recall_memories, store_memory
+from tui.tools.builtin.memory import memory_db_path, recall_memories, store_memory
 from tui.tools.registry import ToolRegistry
 
 NY = ZoneInfo("America/New_York")

@@ -26,7 +26,7 @@ from tui.events import Event
 from tui.security.permissions import ApprovalMode
 from tui.security.settings import SecuritySettings
 from tui.tools.base import Tool, ToolAccess, ToolParams
-from tui.tools.builtin import builtin_tools
+from tui.tools.builtin.catalog import builtin_tools
 from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
 

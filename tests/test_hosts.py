@@ -27,8 +27,8 @@ from tui.config import OpenApiSpecSettings
 from tui.security.addresses import meanings, parse_address
 from tui.security.hosts import HostPolicy
 from tui.security.settings import SecuritySettings
+from tui.tools.adapters.openapi.tools import build_openapi_toolset
 from tui.tools.netguard import resolve
-from tui.tools.openapi import build_openapi_toolset
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LOOPBACK = IPv4Address("127.0.0.1")

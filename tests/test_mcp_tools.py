@@ -26,7 +26,7 @@ from tui.config import McpServerSettings
 from tui.events import Event, Notice, ToolCallStarted
 from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.settings import SecuritySettings
-from tui.tools.mcp import (
+from tui.tools.adapters.mcp.tools import (
     McpManager,
     McpServerState,
     McpTool,

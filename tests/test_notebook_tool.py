@@ -13,7 +13,7 @@ from tui.security.permissions import ApprovalMode
 from tui.security.policy import SecurityPolicy
 from tui.security.settings import SecuritySettings
 from tui.tools.base import missing_description_sections
-from tui.tools.notebook import NotebookEditTool, notebook_tools
+from tui.tools.builtin.notebook import NotebookEditTool, notebook_tools
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult
 

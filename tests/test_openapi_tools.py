@@ -19,8 +19,7 @@ from tests.petstore_server import DEFAULT_API_KEY, DEFAULT_TOKEN, HUGE_BYTES, Pe
 from tui.config import OpenApiSpecSettings
 from tui.security.permissions import PermissionMode
 from tui.security.settings import SecuritySettings
-from tui.tools.base import missing_description_sections
-from tui.tools.openapi import (
+from tui.tools.adapters.openapi.tools import (
     OpenApiSpecError,
     OpenApiToolset,
     build_openapi_tools,
@@ -29,6 +28,7 @@ from tui.tools.openapi import (
     openapi_tools,
     openapi_toolset,
 )
+from tui.tools.base import missing_description_sections
 from tui.tools.schema_tool import RawParams
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -32,10 +32,10 @@ from tests.test_headless_cli import (  # noqa: F401 - fixtures used by name
 )
 from tests.test_loop import live_with, shell, tools_step, wait_until
 from tests.tmux_helpers import SHELL, kill_server, needs_tmux, new_socket_name, tmux_backends
+from tui.errors import Cancelled
 from tui.exec.local import LocalBackend
 from tui.exec.tmux.backend import TmuxBackend
-from tui.tools.errors import Cancelled
-from tui.tools.shell import format_result
+from tui.tools.builtin.shell import format_result
 
 GONE_WITHIN = 2.0
 DEADLINE = 20.0

@@ -45,9 +45,9 @@ from tui.agent.providers.factory import make_provider
 from tui.agent.providers.openai import ChatStreamAssembler, OpenAIProvider
 from tui.agent.providers.retry import RetryPolicy, error_message_from_body, parse_retry_after
 from tui.agent.providers.sse import SSEEvent, aiter_sse_bytes, aiter_sse_lines
+from tui.errors import InvalidArguments
 from tui.tools.base import Tool, ToolParams
 from tui.tools.context import ToolContext
-from tui.tools.errors import InvalidArguments
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult
 

@@ -6,12 +6,12 @@ import re
 from pathlib import Path
 
 from tui.agent.subagent import SubAgentTool
-from tui.tools.builtin import builtin_tools
-from tui.tools.config_tool import ConfigTool
-from tui.tools.cron import CronStore, cron_tools
+from tui.tools.builtin.catalog import builtin_tools
+from tui.tools.builtin.config_tool import ConfigTool
+from tui.tools.builtin.cron import CronStore, cron_tools
+from tui.tools.builtin.tmux import tmux_tools
+from tui.tools.builtin.tool_search import ToolSearchTool
 from tui.tools.structured_output import StructuredOutputTool
-from tui.tools.tmux import tmux_tools
-from tui.tools.tool_search import ToolSearchTool
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 from pydantic import Field
 
 from tests.conftest import Harness, make_harness
+from tui.errors import ExecutionFailed
 from tui.events import Notice, ToolCallCompleted, ToolCallStarted
 from tui.security.permissions import ApprovalMode
 from tui.security.settings import SecuritySettings
 from tui.tools.base import Tool, ToolParams, missing_description_sections
-from tui.tools.builtin import builtin_tools
+from tui.tools.builtin.catalog import builtin_tools
 from tui.tools.context import ToolContext
-from tui.tools.errors import ExecutionFailed
 from tui.tools.loops import LoopMemory
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult

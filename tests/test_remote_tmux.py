@@ -43,7 +43,7 @@ from tui.exec.tmux.backend import TmuxBackend
 from tui.security.environment import reduced_environment
 from tui.security.permissions import ApprovalMode
 from tui.security.policy import SecurityPolicy
-from tui.tools.builtin import builtin_tools
+from tui.tools.builtin.catalog import builtin_tools
 from tui.tools.registry import ToolRegistry
 
 __all__ = ["sshd"]  # the session's sshd fixture, shared with the SSH backend tests

@@ -33,8 +33,8 @@ from tui.exec.backend import ExecutionBackend
 from tui.exec.container import ContainerBackend
 from tui.security.permissions import ApprovalMode
 from tui.security.policy import SecurityPolicy
-from tui.tools.builtin import builtin_tools
-from tui.tools.python_repl import PythonReplTool
+from tui.tools.builtin.catalog import builtin_tools
+from tui.tools.builtin.python_repl import PythonReplTool
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult
 

@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import Harness, make_harness
 from tui.security.permissions import ApprovalMode
 from tui.security.settings import SecuritySettings
-from tui.tools.search import GlobSearchTool, GrepSearchTool, SearchEngine, glob_regex
+from tui.tools.builtin.search import GlobSearchTool, GrepSearchTool, SearchEngine, glob_regex
 
 HAVE_RG = shutil.which("rg") is not None
 ENGINES = [

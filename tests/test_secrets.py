@@ -23,11 +23,11 @@ from tui.security.approval import ApprovalAnswer
 from tui.security.permissions import ApprovalMode
 from tui.security.policy import SecurityPolicy
 from tui.security.settings import SecuritySettings
-from tui.tools.files import ListFilesTool, ReadFileTool, WriteFileTool
-from tui.tools.notebook import notebook_tools
+from tui.tools.builtin.files import ListFilesTool, ReadFileTool, WriteFileTool
+from tui.tools.builtin.notebook import notebook_tools
+from tui.tools.builtin.search import GlobSearchTool, GrepSearchTool, SearchEngine
+from tui.tools.builtin.skill import SkillTool
 from tui.tools.registry import ToolRegistry
-from tui.tools.search import GlobSearchTool, GrepSearchTool, SearchEngine
-from tui.tools.skill import SkillTool
 
 MARK = "SECRETMARK"
 

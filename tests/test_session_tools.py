@@ -28,11 +28,11 @@ from tests.test_loop import (
 from tui.events import AgentNotice, TodoListUpdated
 from tui.security.permissions import PermissionMode
 from tui.tools.base import ToolAccess
+from tui.tools.builtin.tool_search import ToolSearchTool
 from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
 from tui.tools.schema_tool import RawParams, SchemaTool
 from tui.tools.structured_output import JsonSchemaError, load_json_schema
-from tui.tools.tool_search import ToolSearchTool
 
 
 @pytest.fixture

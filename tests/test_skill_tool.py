@@ -11,9 +11,9 @@ from tui.exec.local import LocalBackend
 from tui.security.permissions import ApprovalMode
 from tui.security.policy import SecurityPolicy
 from tui.tools.base import missing_description_sections
+from tui.tools.builtin.skill import MAX_LISTING_CHARS, SkillTool, list_skills, skill_tools
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult
-from tui.tools.skill import MAX_LISTING_CHARS, SkillTool, list_skills, skill_tools
 
 
 def write_skill(root: Path, folder: str, front: str, body: str = "Do the thing.\n") -> Path:
@@ -180,7 +180,7 @@ async def test_skill_added_mid_session_is_found(workspace: Path, user_dir: Path)
 
 def test_a_remote_workspace_still_has_the_users_skills(tmp_path: Path) -> None:
     """A workspace on an SSH host is not readable here: the user's own skills still are."""
-    from tui.tools.builtin import builtin_tools
+    from tui.tools.builtin.catalog import builtin_tools
 
     user = tmp_path / "user-skills"
     (user / "deploy").mkdir(parents=True)

@@ -29,9 +29,9 @@ from tui.exec.local import LocalBackend
 from tui.exec.tmux.backend import TmuxBackend
 from tui.security.permissions import ApprovalMode
 from tui.tools.base import missing_description_sections
-from tui.tools.builtin import builtin_tools
-from tui.tools.shell import parse_wait
-from tui.tools.tmux import tmux_tools
+from tui.tools.builtin.catalog import builtin_tools
+from tui.tools.builtin.shell import parse_wait
+from tui.tools.builtin.tmux import tmux_tools
 
 pytestmark = needs_tmux
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import Harness, make_harness
+from tui.errors import PermissionDenied
 from tui.security.hosts import HostPolicy
 from tui.security.settings import SecuritySettings
-from tui.tools.errors import PermissionDenied
-from tui.tools.web import html_to_text, parse_search_results
+from tui.tools.builtin.web import html_to_text, parse_search_results
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -266,7 +266,7 @@ async def test_http_request_head_and_404(harness: Harness, server: str) -> None:
 
 def test_http_request_access() -> None:
     from tui.security.permissions import PermissionMode
-    from tui.tools.web import HttpRequestParams, HttpRequestTool
+    from tui.tools.builtin.web import HttpRequestParams, HttpRequestTool
 
     tool = HttpRequestTool()
     get = tool.access(HttpRequestParams(url="http://x/"))

@@ -1,4 +1,5 @@
-"""The one error base every agent-tui failure shares, so callers can show `title` and `msg`."""
+"""The one error family: a base every agent-tui failure shares (callers show `title` and `msg`),
+and the tool failures a model can read and act on, none of which ends the agent loop."""
 
 from __future__ import annotations
 
@@ -21,3 +22,43 @@ class AgentTuiError(Exception):
 
     def __str__(self) -> str:
         return self.msg
+
+
+class ToolError(AgentTuiError):
+    """A tool call failed in a way the model should hear about, as an ``is_error`` result."""
+
+    title = "Tool error"
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__
+
+
+class InvalidArguments(ToolError):
+    """The arguments were not JSON, not an object, or did not fit the tool's schema."""
+
+    title = "Invalid arguments"
+
+
+class ExecutionFailed(ToolError):
+    """The tool ran and failed (a non-zero exit is *not* this: it is a normal result)."""
+
+    title = "Execution failed"
+
+
+class NotFound(ToolError):
+    """No such tool, file, pane or resource."""
+
+    title = "Not found"
+
+
+class PermissionDenied(ToolError):
+    """The policy, a rule or the person refused the call."""
+
+    title = "Permission denied"
+
+
+class Cancelled(ToolError):
+    """The user cancelled, steering skipped the call, or a timeout stopped it."""
+
+    title = "Cancelled"

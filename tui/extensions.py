@@ -20,14 +20,14 @@ from tui.config import LoadedSettings, McpServerSettings
 from tui.events import Event, Notice
 from tui.locations import data_dir
 from tui.security.own_environ import process_environ
-from tui.tools.cron import CronStore, cron_tools
-from tui.tools.mcp_config import load_project_servers
-from tui.tools.tool_search import ToolSearchTool
+from tui.tools.adapters.mcp.config import load_project_servers
+from tui.tools.builtin.cron import CronStore, cron_tools
+from tui.tools.builtin.tool_search import ToolSearchTool
 
 if TYPE_CHECKING:
     from tui.exec.backend import ExecutionBackend
+    from tui.tools.adapters.mcp.tools import McpManager
     from tui.tools.base import Tool
-    from tui.tools.mcp import McpManager
     from tui.tools.registry import ToolRegistry
 
 PromptRunner = Callable[[str], Awaitable[JobOutcome]]
@@ -90,7 +90,7 @@ class Extensions:
         self.mcp: McpManager | None = None
         if servers or untrusted:
             # The SDK costs half a second to import: only sessions with servers pay for it.
-            from tui.tools.mcp import McpManager
+            from tui.tools.adapters.mcp.tools import McpManager
 
             self.mcp = McpManager(
                 servers,
@@ -138,7 +138,7 @@ class Extensions:
             self.started.set()
 
     async def _load_spec(self, name: str) -> None:
-        from tui.tools.openapi import OpenApiSpecError, build_openapi_toolset
+        from tui.tools.adapters.openapi.tools import OpenApiSpecError, build_openapi_toolset
 
         spec = self.settings.openapi[name]
         origin = self.loaded.origin(f"openapi.{name}.spec")
@@ -208,7 +208,7 @@ class Extensions:
 
     def describe(self) -> str:
         if self.mcp is not None:
-            from tui.tools.mcp import describe_states
+            from tui.tools.adapters.mcp.tools import describe_states
 
             lines = [describe_states(self.mcp.states())]
         else:

@@ -33,8 +33,8 @@ from tui.security.approval import ApprovalBroker, Approver
 from tui.security.grants import GrantStore
 from tui.security.policy import SecurityPolicy
 from tui.tools.base import Tool
-from tui.tools.builtin import builtin_tools
-from tui.tools.config_tool import ConfigTool
+from tui.tools.builtin.catalog import builtin_tools
+from tui.tools.builtin.config_tool import ConfigTool
 from tui.tools.loops import LoopMemory
 from tui.tools.registry import ToolRegistry
 from tui.tools.structured_output import StructuredOutputTool, load_json_schema

@@ -16,7 +16,7 @@ from pydantic import BaseModel, PositiveInt, RootModel, SecretStr, TypeAdapter, 
 
 from tui.agent.execution import Strategy, ToolPlan
 from tui.config import Settings
-from tui.tools.errors import InvalidArguments, NotFound, PermissionDenied
+from tui.errors import InvalidArguments, NotFound, PermissionDenied
 
 if TYPE_CHECKING:
     from tui.agent.loop import AgentLoop

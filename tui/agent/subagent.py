@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
+from tui.errors import Cancelled, ExecutionFailed, InvalidArguments
 from tui.tools.base import Tool, ToolParams
 from tui.tools.context import ToolContext
-from tui.tools.errors import Cancelled, ExecutionFailed, InvalidArguments
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult
 

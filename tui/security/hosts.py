@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Network, IPv6Network
 from urllib.parse import urlsplit
 
+from tui.errors import PermissionDenied
 from tui.security.addresses import (
     Address,
     Network,
@@ -32,7 +33,6 @@ from tui.security.addresses import (
     parse_address,
     parse_network,
 )
-from tui.tools.errors import PermissionDenied
 
 Resolver = Callable[[str, int], Awaitable[list[Address]]]
 """Resolves a name and port to addresses, in the resolver's order (raises OSError)."""

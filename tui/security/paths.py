@@ -16,9 +16,9 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tui.errors import InvalidArguments, PermissionDenied
 from tui.security.secret_inodes import SecretInodes, linked_secret
 from tui.security.secrets import secret_regex
-from tui.tools.errors import InvalidArguments, PermissionDenied
 
 ALLOW_SETTING = "[security].allowed_secret_paths"
 

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from tui.errors import PermissionDenied
 from tui.events import ApprovalRequested, ApprovalResolved, Event, RiskSegmentView
 from tui.locations import config_dir, tool_output_dir
+from tui.security.access import ToolAccess
 from tui.security.approval import (
     ApprovalAnswer,
     ApprovalBroker,
@@ -46,8 +48,6 @@ from tui.security.risk import (
 from tui.security.rules import Rule, covers_all, first_match, parse_rules
 from tui.security.settings import SecuritySettings
 from tui.security.trust import control_file
-from tui.tools.base import ToolAccess
-from tui.tools.errors import PermissionDenied
 
 DENIED = "Command execution denied by user."
 """What the model reads when the person says no to one call (Buddy's words, kept exactly so a

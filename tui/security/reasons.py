@@ -9,10 +9,10 @@ control file a write would change and the computed risk.
 
 from __future__ import annotations
 
+from tui.security.access import ToolAccess
 from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.risk import CommandRisk
 from tui.security.rules import Rule
-from tui.tools.base import ToolAccess
 
 
 def secret_reason(mode: ApprovalMode, secrets: list[str]) -> str:

@@ -1,1 +1,2 @@
-"""The tool system: contracts, the registry, the built-in tools."""
+"""The tool core: the contract, the context, results, the registry; `builtin/` holds the
+built-in tool families, `adapters/` the MCP and OpenAPI adapters."""

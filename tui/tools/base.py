@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from tui.security.access import ToolAccess
 from tui.security.permissions import PermissionMode
 from tui.tools.truncation import TruncationRule
 
@@ -26,34 +26,6 @@ class ToolParams(BaseModel):
 P = TypeVar("P", bound=ToolParams)
 
 REQUIRED_DESCRIPTION_SECTIONS = ("When to use", "When NOT to use", "Disambiguation", "Examples")
-
-
-@dataclass
-class ToolAccess:
-    """What one call would touch, as the security policy needs to judge it.
-
-    Tools compute it from their parsed parameters; the policy never reads tool params itself.
-    """
-
-    permission: PermissionMode
-    """The least permission this particular call needs."""
-    command: str | None = None
-    """A shell command the call runs, judged by the risk parser segment by segment."""
-    read_paths: list[str] = field(default_factory=list)
-    write_paths: list[str] = field(default_factory=list)
-    subject: str | None = None
-    """What ``tool(pattern)`` rules match against when there is no command (a path, a URL)."""
-    claimed_risk: str | None = None
-    """The model's own risk label: shown to the person, never lowers the computed risk."""
-    why: str | None = None
-    acting: bool | None = None
-    """Counts towards the acting-calls rate limit; defaults to permission > read-only."""
-
-    @property
-    def is_acting(self) -> bool:
-        if self.acting is not None:
-            return self.acting
-        return self.permission > PermissionMode.READ_ONLY
 
 
 class Tool(ABC, Generic[P]):

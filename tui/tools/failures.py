@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tui.tools.errors import InvalidArguments
+from tui.errors import InvalidArguments
 
 MAX_IDENTICAL_FAILURES = 2
 

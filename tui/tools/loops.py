@@ -22,8 +22,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
+from tui.errors import ToolError
 from tui.safe_text import excerpt
-from tui.tools.errors import ToolError
 from tui.tools.result import ContentPart, ToolResult
 
 DEFAULT_PING_PONG_CYCLES = 4

@@ -19,12 +19,12 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from tui.diffs import bounded_diff
+from tui.errors import Cancelled, InvalidArguments, NotFound, ToolError
 from tui.events import Notice, ToolCallCompleted, ToolCallStarted
 from tui.safe_text import clean, clean_json_text, clean_value, excerpt, loads_strict
 from tui.security.policy import CallInfo, SecurityPolicy, Verdict
 from tui.tools.base import Tool, ToolParams
 from tui.tools.context import ToolContext
-from tui.tools.errors import Cancelled, InvalidArguments, NotFound, ToolError
 from tui.tools.failures import FailureMemory
 from tui.tools.loops import LoopDetected, LoopMemory, LoopWarning, with_note
 from tui.tools.result import ToolResult

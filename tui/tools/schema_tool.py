@@ -14,8 +14,8 @@ import jsonschema
 from jsonschema.exceptions import SchemaError
 from pydantic import ConfigDict
 
+from tui.errors import InvalidArguments
 from tui.tools.base import P, Tool, ToolParams
-from tui.tools.errors import InvalidArguments
 
 
 class RawParams(ToolParams):

@@ -739,8 +739,8 @@ class AgentApp(App[int]):
         self.chat.add_info("/cron", result.text)
 
     async def _slash_skills(self, argument: str) -> None:
-        from tui.tools.builtin import user_skills_dir
-        from tui.tools.skill import format_skill_list, list_skills
+        from tui.tools.builtin.catalog import user_skills_dir
+        from tui.tools.builtin.skill import format_skill_list, list_skills
 
         skill = self.session.registry.get("skill")
         workspace = getattr(skill, "workspace", self.session.workspace)

@@ -31,11 +31,11 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
+from tui.errors import ExecutionFailed, InvalidArguments
 from tui.exec.backend import BackendError, ExecutionBackend, InteractiveProcess
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.context import ToolContext
-from tui.tools.errors import ExecutionFailed, InvalidArguments
 from tui.tools.result import ToolResult
 from tui.tools.truncation import TruncationRule, truncate
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import Field
 
+from tui.errors import Cancelled
 from tui.tools.base import Tool, ToolParams
 from tui.tools.context import ToolContext
-from tui.tools.errors import Cancelled
 from tui.tools.result import ToolResult
 
 

@@ -31,13 +31,13 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from tui.diffs import bounded_diff, creation_diff, unified_diff
+from tui.errors import ExecutionFailed, InvalidArguments, NotFound
 from tui.exec.backend import BackendError, ExecutionBackend
 from tui.exec.local import LocalBackend
 from tui.safe_text import clean
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.context import ToolContext
-from tui.tools.errors import ExecutionFailed, InvalidArguments, NotFound
 from tui.tools.result import ContentPart, ImageContent, ToolResult
 from tui.tools.secret_screen import SecretScreen
 from tui.tools.truncation import TruncationRule

@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import Field
 
+from tui.errors import InvalidArguments
 from tui.tools.base import Tool, ToolParams
 from tui.tools.context import ToolContext
-from tui.tools.errors import InvalidArguments
 from tui.tools.result import ToolResult
 
 

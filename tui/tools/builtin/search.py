@@ -29,12 +29,11 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from tui.errors import Cancelled, ExecutionFailed, InvalidArguments
 from tui.exec.backend import BackendError
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
-from tui.tools.context import ToolContext
-from tui.tools.errors import Cancelled, ExecutionFailed, InvalidArguments
-from tui.tools.files import (
+from tui.tools.builtin.files import (
     SKIP_DIRS,
     display_path,
     is_local,
@@ -44,6 +43,7 @@ from tui.tools.files import (
     plural,
     split_lines,
 )
+from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
 from tui.tools.secret_screen import SecretScreen
 

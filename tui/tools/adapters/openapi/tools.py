@@ -25,11 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from tui.errors import Cancelled, ExecutionFailed, InvalidArguments
 from tui.security.permissions import PermissionMode
-from tui.tools.base import ToolAccess
-from tui.tools.errors import Cancelled, ExecutionFailed, InvalidArguments
-from tui.tools.netguard import guarded_client
-from tui.tools.openapi_spec import (
+from tui.tools.adapters.openapi.spec import (
     OpenApiSpecError,
     RefError,
     SpecResolver,
@@ -37,10 +35,12 @@ from tui.tools.openapi_spec import (
     is_url,
     load_spec,
 )
+from tui.tools.base import ToolAccess
+from tui.tools.builtin.web import USER_AGENT, html_to_text
+from tui.tools.netguard import guarded_client
 from tui.tools.result import ToolResult
 from tui.tools.schema_tool import RawParams, SchemaTool
 from tui.tools.truncation import TruncationRule, save_full_output
-from tui.tools.web import USER_AGENT, html_to_text
 
 if TYPE_CHECKING:
     from tui.config import OpenApiSpecSettings

@@ -26,12 +26,11 @@ import nbformat as _nbformat
 from nbformat.corpus.words import generate_corpus_id as _generate_corpus_id
 from pydantic import Field
 
+from tui.errors import ExecutionFailed, InvalidArguments
 from tui.exec.backend import BackendError
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
-from tui.tools.context import ToolContext
-from tui.tools.errors import ExecutionFailed, InvalidArguments
-from tui.tools.files import (
+from tui.tools.builtin.files import (
     display_path,
     encode_text,
     not_found,
@@ -39,6 +38,7 @@ from tui.tools.files import (
     unified_diff,
     write_bytes,
 )
+from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
 
 nbformat: Any = _nbformat

@@ -7,17 +7,17 @@ from typing import TYPE_CHECKING, Any
 
 from tui.locations import config_dir
 from tui.tools.base import Tool
-from tui.tools.clock import TimeTool
-from tui.tools.files import file_tools
-from tui.tools.memory import memory_tools
-from tui.tools.notebook import notebook_tools
-from tui.tools.python_repl import python_repl_tools
-from tui.tools.search import search_tools
-from tui.tools.shell import RunShellTool
-from tui.tools.skill import skill_tools
-from tui.tools.sleep import sleep_tools
-from tui.tools.todo import todo_tools
-from tui.tools.web import web_tools
+from tui.tools.builtin.clock import TimeTool
+from tui.tools.builtin.files import file_tools
+from tui.tools.builtin.memory import memory_tools
+from tui.tools.builtin.notebook import notebook_tools
+from tui.tools.builtin.python_repl import python_repl_tools
+from tui.tools.builtin.search import search_tools
+from tui.tools.builtin.shell import RunShellTool
+from tui.tools.builtin.skill import skill_tools
+from tui.tools.builtin.sleep import sleep_tools
+from tui.tools.builtin.todo import todo_tools
+from tui.tools.builtin.web import web_tools
 
 if TYPE_CHECKING:
     from tui.exec.backend import ExecutionBackend
@@ -46,7 +46,7 @@ def builtin_tools(
     ]
     tools.extend(skill_tools(workspace, user_skills_dir()))
     if backend is not None and backend.SUPPORTS_TMUX:
-        from tui.tools.tmux import tmux_tools
+        from tui.tools.builtin.tmux import tmux_tools
 
         tools.extend(tmux_tools())
     return tools

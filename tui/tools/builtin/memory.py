@@ -16,13 +16,13 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from tui.errors import ExecutionFailed, InvalidArguments, NotFound
 from tui.locations import data_dir
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
+from tui.tools.builtin.sqlite_db import connect, split_statements
 from tui.tools.context import ToolContext
-from tui.tools.errors import ExecutionFailed, InvalidArguments, NotFound
 from tui.tools.result import ToolResult
-from tui.tools.sqlite_db import connect, split_statements
 
 Category = Literal["core", "daily", "conversation"]
 

@@ -27,10 +27,10 @@ from typing import Any, ClassVar
 import yaml  # type: ignore[import-untyped]
 from pydantic import Field
 
+from tui.errors import NotFound, PermissionDenied
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.context import ToolContext
-from tui.tools.errors import NotFound, PermissionDenied
 from tui.tools.result import ToolResult
 from tui.tools.secret_screen import SecretScreen
 from tui.tools.truncation import TruncationRule

@@ -44,7 +44,7 @@ from pydantic import ValidationError
 
 import tui
 from tui.config import McpServerSettings
-from tui.tools.errors import Cancelled, ExecutionFailed
+from tui.errors import Cancelled, ExecutionFailed
 
 ServerStateName = Literal[
     "starting", "connected", "failed", "crashed", "stopped", "untrusted", "disabled"

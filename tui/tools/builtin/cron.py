@@ -30,12 +30,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter  # type: ignore[import-untyped]
 from pydantic import Field, field_validator, model_validator
 
+from tui.errors import ExecutionFailed, InvalidArguments, NotFound
 from tui.security.permissions import PermissionMode
-from tui.tools import sqlite_db
 from tui.tools.base import Tool, ToolAccess, ToolParams
+from tui.tools.builtin import sqlite_db
+from tui.tools.builtin.memory import memory_db_path
 from tui.tools.context import ToolContext
-from tui.tools.errors import ExecutionFailed, InvalidArguments, NotFound
-from tui.tools.memory import memory_db_path
 from tui.tools.result import ToolResult
 
 MIN_EVERY_SECONDS = 10.0

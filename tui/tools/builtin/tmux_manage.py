@@ -17,9 +17,9 @@ from tui.exec.tmux.selectors import select_target
 from tui.exec.tmux.sessions import canonical_pane_name
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess
+from tui.tools.builtin.tmux_common import ActionMeta, failure, tmux_backend
 from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
-from tui.tools.tmux_common import ActionMeta, failure, tmux_backend
 
 LIMITS = (
     "Limits: [tmux] max_sessions (default 8, the shared session included; Buddy's is 1) and "

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
+from tui.errors import PermissionDenied
 from tui.exec.backend import BackendError
 from tui.exec.tmux.guard import check_shared_shell
 from tui.exec.tmux.markers import detect_shell
@@ -21,10 +22,7 @@ from tui.exec.tmux.selectors import select_target
 from tui.exec.tmux.usertmux import capture_user_pane
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess
-from tui.tools.context import ToolContext
-from tui.tools.errors import PermissionDenied
-from tui.tools.result import ToolResult
-from tui.tools.tmux_common import (
+from tui.tools.builtin.tmux_common import (
     ActionMeta,
     Selectors,
     delay_field,
@@ -33,7 +31,9 @@ from tui.tools.tmux_common import (
     parse_delay,
     tmux_backend,
 )
-from tui.tools.tmux_manage import management_tools
+from tui.tools.builtin.tmux_manage import management_tools
+from tui.tools.context import ToolContext
+from tui.tools.result import ToolResult
 from tui.tools.truncation import TruncationRule, truncate
 
 CAPTURE_RULE = TruncationRule.tail(8000)

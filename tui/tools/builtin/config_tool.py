@@ -7,10 +7,10 @@ from typing import Any, Literal, Protocol
 
 from pydantic import Field
 
+from tui.errors import InvalidArguments
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.context import ToolContext
-from tui.tools.errors import InvalidArguments
 from tui.tools.result import ToolResult
 
 

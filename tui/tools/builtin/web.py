@@ -18,11 +18,11 @@ from typing import Any, Literal
 import httpx
 from pydantic import Field
 
+from tui.errors import ExecutionFailed, InvalidArguments
 from tui.security.hosts import HostPolicy
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.context import ToolContext
-from tui.tools.errors import ExecutionFailed, InvalidArguments
 from tui.tools.netguard import guarded_client
 from tui.tools.result import ToolResult
 

@@ -6,13 +6,13 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from tui.errors import ExecutionFailed, NotFound, PermissionDenied
 from tui.exec.backend import BackendError
 from tui.exec.tmux.guard import ShellGuardError
 from tui.exec.tmux.sessions import NotOurs
 from tui.tools.base import ToolParams
+from tui.tools.builtin.durations import FORMS, parse_duration
 from tui.tools.context import ToolContext
-from tui.tools.durations import FORMS, parse_duration
-from tui.tools.errors import ExecutionFailed, NotFound, PermissionDenied
 
 MAX_DELAY = 600.0
 """The longest ``delay`` a tmux tool waits (10 minutes; use run_shell wait for longer)."""

@@ -26,13 +26,13 @@ from typing import Any, ClassVar, Literal
 import mcp_types
 
 from tui.config import McpServerSettings
+from tui.errors import ExecutionFailed
 from tui.events import Event, Notice
 from tui.security.permissions import PermissionMode
+from tui.tools.adapters.mcp.client import McpConnection, ServerStateName
+from tui.tools.adapters.mcp.config import load_project_servers
 from tui.tools.base import Tool, ToolAccess
 from tui.tools.context import ToolContext
-from tui.tools.errors import ExecutionFailed
-from tui.tools.mcp_client import McpConnection, ServerStateName
-from tui.tools.mcp_config import load_project_servers
 from tui.tools.result import ContentPart, ImageContent, ToolResult
 from tui.tools.schema_tool import RawParams, SchemaTool
 from tui.tools.truncation import TruncationRule

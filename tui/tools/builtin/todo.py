@@ -10,11 +10,11 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from tui.errors import InvalidArguments
 from tui.events import AgentNotice, TodoItem, TodoListUpdated
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.context import ToolContext
-from tui.tools.errors import InvalidArguments
 from tui.tools.result import ToolResult
 
 MAX_TODOS = 100

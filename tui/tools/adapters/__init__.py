@@ -1,0 +1,1 @@
+"""Tools that come from outside: MCP servers and OpenAPI specs."""

@@ -1,0 +1,1 @@
+"""MCP servers as tools: their configuration, the client connection, the tool adapter."""
