@@ -1,4 +1,4 @@
-from tui.cli import main
+from tui.cli import console
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    console()

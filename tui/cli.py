@@ -362,5 +362,28 @@ async def run_tool(workspace: Path, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def console() -> None:
+    """The ``agent-tui`` command: ``main``, then out at once.
+
+    By the time ``main`` returns the session is closed, the transcript written and the
+    terminal restored; what is left is the interpreter tearing down hundreds of modules,
+    0.2-0.4 s nobody waits for. Files still queued for disk and the standard streams are
+    flushed first, then the process ends without that teardown.
+    """
+    # httpx imports its own command-line client (click, rich, pygments: ~35 ms) whenever
+    # they are installed; agent-tui never uses it, and without it httpx defines a stub.
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[assignment]
+    code = main()
+    from tui.tools.spill import SPILL
+
+    SPILL.flush(2.0)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing left to say there
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    console()

@@ -357,8 +357,6 @@ class AgentLoop:
         return self._definitions[1]
 
     async def _stream(self) -> Completed | None:
-        if self._prices is None:  # loaded in a thread while the first request runs
-            self._prices = asyncio.ensure_future(pricing.warm())
         tools = self._tool_definitions()
         text_parts: list[str] = []
         completed: Completed | None = None
@@ -370,6 +368,8 @@ class AgentLoop:
                 tools=tools,
                 max_tokens=self.settings.max_tokens,
             ):
+                if self._prices is None:  # the request is out: load prices while it streams
+                    self._prices = asyncio.ensure_future(pricing.warm())
                 if isinstance(event, TextDelta):
                     piece = clean(event.text)
                     text_parts.append(piece)
@@ -396,7 +396,8 @@ class AgentLoop:
         if completed is None:
             raise ProviderError(f"{self.provider.name} stream ended without a final message")
         _widen(measured, completed.usage)
-        await self._prices
+        if self._prices is not None:
+            await self._prices
         finished = self._finish_message(completed)
         self.context.meter.measured(_prompt_tokens(measured), self.messages)
         return finished

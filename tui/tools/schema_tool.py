@@ -10,8 +10,6 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any, ClassVar
 
-import jsonschema
-from jsonschema.exceptions import SchemaError
 from pydantic import ConfigDict
 
 from tui.errors import InvalidArguments
@@ -51,6 +49,9 @@ class SchemaTool(Tool[P]):
     def _validator(self) -> Any:
         """None when the foreign schema is itself broken: then arguments pass unchecked and
         the far side judges them, rather than the tool being unusable."""
+        import jsonschema  # ~30 ms: paid on the first call, not at every start
+        from jsonschema.exceptions import SchemaError
+
         default = jsonschema.Draft202012Validator
         cls = jsonschema.validators.validator_for(self.input_schema, default)
         try:

@@ -11,9 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-from jsonschema.exceptions import SchemaError
-
 from tui.errors import AgentTuiError
 from tui.security.permissions import PermissionMode
 from tui.tools.base import ToolAccess
@@ -41,6 +38,9 @@ def load_json_schema(path: Path) -> dict[str, Any]:
         raise JsonSchemaError(f"{path} is not valid JSON: {error}") from None
     if not isinstance(schema, dict):
         raise JsonSchemaError(f"{path} must hold a JSON object (a JSON Schema)")
+    import jsonschema  # ~30 ms: only runs that ask for a schema pay it
+    from jsonschema.exceptions import SchemaError
+
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except SchemaError as error:

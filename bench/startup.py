@@ -1,0 +1,335 @@
+"""How fast ``agent-tui`` starts and stops, beside what any Python program on this machine pays.
+
+The machine is shared and noisy, so every figure is measured in the same run as its baseline
+and reported as a ratio too:
+
+* **first request**: exec of ``agent-tui -p`` → its first request reaching the loopback model
+  server; baseline: a bare ``python -c`` that imports ``httpx`` and sends one request to the
+  same server (and ``python -c pass``, exec → exit).
+* **exit**: the final ``stream-json`` event read on the pipe → the process reaped; baseline:
+  the same for ``python -c 'print(1)'``.
+* **first frame**: exec of the full-screen app in an 80x24 pseudo-terminal → the first frame
+  holding the prompt drawn; baseline: ``python -c pass``.
+* **2 turns x 5 parallel ``sleep 1``** end to end through ``agent-tui -p`` (the floor is 2 s).
+* ``-X importtime``: what each package costs to import on the ``-p`` path.
+
+Targets: first request ≤ 0.25 s, exit ≤ 50 ms after the final event, first frame ≤ 0.3 s,
+parallel sleeps ≤ 2.3 s.
+
+    python bench/startup.py [--rounds 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import pty
+import select
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run as a script: make ``tests.scripted_server`` importable
+
+from tests.scripted_server import RecordedRequest, ScriptedServer
+
+AGENT_TUI = str(Path(sys.executable).with_name("agent-tui"))
+TARGETS = {"first request": 0.25, "exit": 0.050, "first frame": 0.3, "parallel sleeps": 2.3}
+FRAME_TEXT = b"approval"
+"""Drawn by the first frame at 80x24 (the status bar names the approval mode)."""
+
+
+class TimedServer(ScriptedServer):
+    """The scripted server, noting when each request arrived on the shared monotonic clock."""
+
+    def __init__(self) -> None:
+        super().__init__(record_bodies=False)
+        self.arrivals: list[float] = []
+
+    def record(self, request: RecordedRequest) -> None:
+        self.arrivals.append(time.monotonic())
+        super().record(request)
+
+
+def headless_command(server: TimedServer, prompt: str, *extra: str) -> list[str]:
+    return [
+        AGENT_TUI,
+        "-p",
+        prompt,
+        "--base-url",
+        server.openai_base_url,
+        "--model",
+        "bench",
+        "--approval-mode",
+        "full-auto",
+        *extra,
+    ]
+
+
+def spawn(command: list[str], workspace: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        command,
+        cwd=workspace,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def until_request(
+    server: TimedServer, command: list[str], workspace: Path, env: dict[str, str]
+) -> float:
+    """Exec → the next request's arrival, in seconds; the process is then left to finish."""
+    seen = len(server.arrivals)
+    started = time.monotonic()
+    process = spawn(command, workspace, env)
+    if not server.wait_for_requests(len(server.requests) + 1, timeout=30):
+        process.kill()
+        raise SystemExit(f"no request from {command[0]}: {process.communicate()[1][-400:]!r}")
+    arrived = server.arrivals[seen]
+    process.communicate(timeout=60)
+    return arrived - started
+
+
+def last_line_to_exit(command: list[str], workspace: Path, env: dict[str, str]) -> float:
+    """The last line read on stdout → the process reaped."""
+    process = spawn(command, workspace, env)
+    assert process.stdout is not None
+    last = time.monotonic()
+    for _line in process.stdout:
+        last = time.monotonic()
+    process.wait(timeout=60)
+    ended = time.monotonic()
+    if process.returncode != 0:
+        raise SystemExit(f"{command[0]} failed: {process.stderr.read()[-400:]!r}")  # type: ignore[union-attr]
+    return ended - last
+
+
+def first_frame(command: list[str], workspace: Path, env: dict[str, str], text: bytes) -> float:
+    """Exec in an 80x24 pseudo-terminal → ``text`` drawn; then the app is sent ctrl+q."""
+    main, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    started = time.monotonic()
+    process = subprocess.Popen(
+        command,
+        cwd=workspace,
+        env=env,
+        stdin=child,
+        stdout=child,
+        stderr=child,
+        start_new_session=True,
+    )
+    os.close(child)
+    seen = b""
+    drawn: float | None = None
+    deadline = started + 30
+    while drawn is None and time.monotonic() < deadline:
+        ready, _, _ = select.select([main], [], [], 0.5)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:
+            break
+        seen = (seen + chunk)[-65536:]
+        if text in seen:
+            drawn = time.monotonic()
+    for key in (b"\x11", b"\x11"):
+        if process.poll() is None:
+            with open(os.devnull, "wb"):
+                os.write(main, key)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    os.close(main)
+    if drawn is None:
+        raise SystemExit(f"no frame with {text!r} from {command[0]}: {seen[-300:]!r}")
+    return drawn - started
+
+
+def whole(command: list[str], workspace: Path, env: dict[str, str]) -> float:
+    started = time.monotonic()
+    done = subprocess.run(
+        command,
+        cwd=workspace,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        start_new_session=True,
+        check=False,
+    )
+    elapsed = time.monotonic() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{command[0]} failed ({done.returncode}): {done.stderr[-400:]!r}")
+    return elapsed
+
+
+def parallel_script(turns: int, width: int) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = []
+    for turn in range(turns):
+        calls = [
+            {
+                "id": f"call_{turn}_{i}",
+                "name": "run_shell",
+                "arguments": json.dumps({"command": f"sleep 1 # {turn}.{i}"}),
+            }
+            for i in range(width)
+        ]
+        steps.append({"tool_calls": calls})
+    steps.append({"text": "slept"})
+    return steps
+
+
+def import_costs(command: list[str], workspace: Path, env: dict[str, str]) -> dict[str, float]:
+    """Self time of every import on the path, summed per package (``tui`` per room)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-c",
+            "from tui.cli import main; main()",
+            *command[1:],
+        ],
+        cwd=workspace,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    totals: dict[str, float] = defaultdict(float)
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        self_us, _cumulative, name = (part.strip() for part in line[12:].split("|"))
+        parts = name.split(".")
+        key = ".".join(parts[:2]) if parts[0] == "tui" and len(parts) > 1 else parts[0]
+        totals[key] += int(self_us) / 1e6
+    return dict(totals)
+
+
+def median(samples: list[float]) -> float:
+    return statistics.median(samples)
+
+
+def paired(
+    rounds: int, measure: Callable[[], float], baseline: Callable[[], float]
+) -> tuple[float, float, float]:
+    """Median of each, and the median of the per-round ratios (drift cancels pair by pair)."""
+    ours: list[float] = []
+    base: list[float] = []
+    for _ in range(rounds):
+        ours.append(measure())
+        base.append(baseline())
+    ratios = [a / b for a, b in zip(ours, base, strict=True)]
+    return median(ours), median(base), median(ratios)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="agent-tui-startup-"))
+    workspace = home / "workspace"
+    workspace.mkdir()
+    env = dict(
+        os.environ,
+        OPENAI_API_KEY="bench-key",
+        AGENT_TUI_CONFIG_DIR=str(home / "config"),
+        AGENT_TUI_DATA_DIR=str(home / "data"),
+        TERM="xterm-256color",
+    )
+    env.pop("TMUX", None)
+    # An installed agent-tui runs from compiled bytecode; a checkout whose environment says
+    # not to write it would time the compiler instead (the warm-up rounds write it).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    python = sys.executable
+    rows: list[tuple[str, float, str, float, float]] = []
+    with TimedServer() as server:
+
+        def ours_request() -> float:
+            server.add({"text": "hello"})
+            return until_request(server, headless_command(server, "hi"), workspace, env)
+
+        def bare_request() -> float:
+            server.add({"text": "hello"})
+            url = f"{server.openai_base_url}/chat/completions"
+            body = "{'model': 'bench', 'stream': True, 'messages': []}"
+            code = f"import httpx; httpx.post({url!r}, json={body})"
+            return until_request(server, [python, "-c", code], workspace, env)
+
+        def python_pass() -> float:
+            return whole([python, "-c", "pass"], workspace, env)
+
+        for _ in range(2):  # warm the page cache and the bytecode
+            ours_request()
+            bare_request()
+        ours, base, ratio = paired(args.rounds, ours_request, bare_request)
+        rows.append(("first request", ours, "bare httpx request", base, ratio))
+        passed = median([python_pass() for _ in range(args.rounds)])
+        rows.append(("  beside python -c pass", ours, "python -c pass", passed, ours / passed))
+
+        def ours_exit() -> float:
+            server.add({"text": "hello"})
+            command = headless_command(server, "hi", "--output-format", "stream-json")
+            return last_line_to_exit(command, workspace, env)
+
+        def bare_exit() -> float:
+            return last_line_to_exit([python, "-c", "print(1)"], workspace, env)
+
+        ours, base, ratio = paired(args.rounds, ours_exit, bare_exit)
+        rows.append(("exit", ours, "python -c print(1)", base, ratio))
+
+        def ours_frame() -> float:
+            command = [AGENT_TUI, "--base-url", server.openai_base_url, "--model", "bench"]
+            return first_frame(command, workspace, env, FRAME_TEXT)
+
+        ours, base, ratio = paired(max(3, args.rounds // 2), ours_frame, python_pass)
+        rows.append(("first frame", ours, "python -c pass", base, ratio))
+
+        def ours_sleeps() -> float:
+            server.add(*parallel_script(2, 5))
+            return whole(headless_command(server, "sleep", "--max-turns", "5"), workspace, env)
+
+        ours, base, ratio = paired(3, ours_sleeps, python_pass)
+        rows.append(("parallel sleeps", ours, "python -c pass", base, ratio))
+        server.add({"text": "hello"})
+        costs = import_costs(headless_command(server, "hi"), workspace, env)
+    shutil.rmtree(home, ignore_errors=True)
+
+    print(f"{'figure':<22}{'ours':>9}  {'target':>7}  {'baseline':<22}{'base':>8}{'ratio':>8}")
+    for name, value, base_name, base_value, ratio in rows:
+        target = TARGETS.get(name)
+        mark = "" if target is None else ("ok" if value <= target else "over")
+        target_text = f"{target:.3f}" if target is not None else ""
+        base_text = f"{base_value:.3f}" if base_value else ""
+        print(
+            f"{name:<22}{value:9.3f}  {target_text:>7}  {base_name:<22}{base_text:>8}"
+            f"{ratio:8.2f}  {mark}"
+        )
+    print("\nimport self-time on the -p path (s), largest first:")
+    for name, seconds in sorted(costs.items(), key=lambda item: -item[1])[:20]:
+        print(f"  {name:<28}{seconds:7.3f}")
+    print(f"  {'total':<28}{sum(costs.values()):7.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
