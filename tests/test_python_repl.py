@@ -17,7 +17,8 @@ from tui.exec.local import LocalBackend
 from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.policy import SecurityPolicy
 from tui.tools.base import missing_description_sections
-from tui.tools.builtin.python_repl import KEEP_HEAD, KEEP_TAIL, KeptText, PythonReplTool
+from tui.tools.builtin.python_repl import PythonReplTool
+from tui.tools.builtin.python_repl_interpreter import KEEP_HEAD, KEEP_TAIL, KeptText
 from tui.tools.context import ToolContext
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult

@@ -5,11 +5,12 @@ Why it is built this way:
 * The interpreter is started through the execution backend's ``spawn``, so it runs where the
   agent's commands run (this machine, a container, an SSH host), lazily on the first call,
   and lives as long as the tool object: one interpreter per session.
-* A small driver program (``DRIVER``, stdlib only, run with ``python3 -u -c``) speaks a framed
-  protocol over a *private* copy of its stdout. File descriptors 1 and 2 become pipes the
-  driver reads in two threads and forwards as framed chunks, so anything the user's code (or a
-  subprocess it starts, or a C extension) writes is data inside a frame and can never be taken
-  for the protocol. Each frame carries a per-interpreter nonce and its exact length.
+* A small driver program (``python_repl_driver.py``, stdlib only, run with
+  ``python3 -u -c``) speaks a framed protocol over a *private* copy of its stdout. File
+  descriptors 1 and 2 become pipes the driver reads in two threads and forwards as framed
+  chunks, so anything the user's code (or a subprocess it starts, or a C extension) writes is
+  data inside a frame and can never be taken for the protocol. Each frame carries a
+  per-interpreter nonce and its exact length.
 * The end of a call is a sync point: after the code ran, the driver writes a fresh random
   sentinel into both pipes and replies only once both reader threads have passed it, so all
   output printed by the call arrives before its reply, in one piece.
@@ -23,18 +24,25 @@ Why it is built this way:
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import time
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from tui.errors import ExecutionFailed, InvalidArguments
-from tui.exec.backend import BackendError, ExecutionBackend, InteractiveProcess
+from tui.exec.backend import BackendError, ExecutionBackend
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
+from tui.tools.builtin.python_repl_interpreter import (
+    CallOutput,
+    FrameReader,
+    Interpreter,
+    InterpreterGone,
+    close_quietly,
+    driver_program,
+    spawn_host,
+)
 from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
 from tui.tools.truncation import TruncationRule, truncate
@@ -45,398 +53,10 @@ START_TIMEOUT = 30.0
 """Seconds for a new interpreter to say it is ready (an SSH host may be slow to start one)."""
 PING_TIMEOUT = 10.0
 """Seconds an idle interpreter gets to answer the liveness check at the start of a call."""
-KEEP_HEAD = 1_000_000
-KEEP_TAIL = 100_000
-"""Characters of a call's output kept: the first ``KEEP_HEAD`` and the last ``KEEP_TAIL``."""
-MAX_STRAY = 64 * 1024
-"""Bytes of non-protocol text (a startup error) kept before the first frame."""
 
 OUTPUT_RULE = TruncationRule.head(4000, keep_tail=1000)
 VALUE_RULE = TruncationRule.head(3000, keep_tail=500)
 TRACEBACK_RULE = TruncationRule.head(1500, keep_tail=2500)
-
-DRIVER = r"""
-import ast, builtins, codecs, io, json, linecache, os, queue, signal, sys, threading
-import traceback, types
-
-NONCE = sys.argv[1].encode("ascii")
-WORKDIR = sys.argv[2] if len(sys.argv) > 2 else ""
-sys.argv[:] = [""]
-MAX_REPR = 100000
-SYNC = b"\x00\x01atui-sync:"
-SYNC_LEN = len(SYNC) + 32 + 2
-PROTO = os.dup(1)
-REQUESTS = os.dup(0)
-LOCK = threading.Lock()
-
-
-def send(message):
-    data = json.dumps(message).encode("ascii")
-    frame = b"\n@@atui:" + NONCE + b":" + str(len(data)).encode("ascii") + b"\n" + data
-    with LOCK:
-        view = memoryview(frame)
-        while view:
-            view = view[os.write(PROTO, view):]
-
-
-class Pump(threading.Thread):
-    def __init__(self, stream, fd):
-        threading.Thread.__init__(self, daemon=True)
-        self.stream = stream
-        self.fd = fd
-        read_end, write_end = os.pipe()
-        os.dup2(write_end, fd)
-        os.close(write_end)
-        self.read_end = read_end
-        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        self.cond = threading.Condition()
-        self.expected = None
-        self.seen = False
-
-    def expect(self, token):
-        with self.cond:
-            self.expected = token
-            self.seen = False
-
-    def mark_seen(self):
-        with self.cond:
-            self.seen = True
-            self.cond.notify_all()
-
-    def wait_seen(self, timeout):
-        with self.cond:
-            return self.cond.wait_for(lambda: self.seen, timeout)
-
-    def forward(self, data):
-        text = self.decoder.decode(data)
-        if text:
-            send({"t": "out", "s": self.stream, "d": text})
-
-    def run(self):
-        pending = b""
-        while True:
-            try:
-                data = os.read(self.read_end, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            pending = self.scan(pending + data)
-
-    def scan(self, pending):
-        while True:
-            at = pending.find(SYNC)
-            if at < 0:
-                keep = 0
-                for size in range(min(len(pending), len(SYNC) - 1), 0, -1):
-                    if pending.endswith(SYNC[:size]):
-                        keep = size
-                        break
-                self.forward(pending[:len(pending) - keep])
-                return pending[len(pending) - keep:]
-            if len(pending) < at + SYNC_LEN:
-                self.forward(pending[:at])
-                return pending[at:]
-            token = pending[at + len(SYNC):at + SYNC_LEN - 2]
-            closed = pending[at + SYNC_LEN - 2:at + SYNC_LEN] == b"\x01\x00"
-            with self.cond:
-                ours = closed and token == self.expected
-            if ours:
-                self.forward(pending[:at])
-                pending = pending[at + SYNC_LEN:]
-                self.mark_seen()
-            else:
-                self.forward(pending[:at + 1])
-                pending = pending[at + 1:]
-
-
-def shutdown():
-    try:
-        if os.getpgrp() == os.getpid():
-            os.killpg(os.getpgrp(), signal.SIGKILL)
-    finally:
-        os._exit(0)
-
-
-REQUEST_QUEUE = queue.Queue()
-
-
-def read_requests():
-    try:
-        stream = io.open(REQUESTS, "rb")
-        while True:
-            line = stream.readline()
-            if not line:
-                break
-            size = int(line)
-            body = stream.read(size)
-            if len(body) < size:
-                break
-            REQUEST_QUEUE.put(json.loads(body.decode("utf-8")))
-    except BaseException:
-        pass
-    shutdown()
-
-
-def safe_repr(value):
-    try:
-        text = repr(value)
-    except BaseException as exc:
-        text = "<repr() failed: %s: %s>" % (type(exc).__name__, exc)
-    if len(text) > MAX_REPR:
-        text = text[:MAX_REPR] + "... [repr cut: %d chars in all]" % len(text)
-    return text
-
-
-def format_error(exc):
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename == DRIVER_FILE:
-        tb = tb.tb_next
-    return "".join(traceback.format_exception(type(exc), exc, tb))
-
-
-def run(request):
-    code = request["code"]
-    filename = "<python_repl-%d>" % request["id"]
-    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-    reply = {"t": "done", "status": "ok"}
-    try:
-        tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-        last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
-        if tree.body:
-            exec(compile(tree, filename, "exec", dont_inherit=True), NAMESPACE)
-        if last is not None:
-            value = eval(compile(last, filename, "eval", dont_inherit=True), NAMESPACE)
-            if value is not None:
-                NAMESPACE["_"] = value
-                reply["value"] = safe_repr(value)
-    except SystemExit as exc:
-        reply["status"] = "exit"
-        reply["code"] = exc.code if exc.code is None or isinstance(exc.code, int) else str(exc.code)
-    except BaseException as exc:
-        reply["status"] = "error"
-        reply["error"] = format_error(exc)
-    finish(reply)
-
-
-def finish(reply):
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        try:
-            stream.flush()
-        except BaseException:
-            pass
-    token = os.urandom(16).hex().encode("ascii")
-    for pump in PUMPS:
-        pump.expect(token)
-        try:
-            os.write(pump.fd, SYNC + token + b"\x01\x00")
-        except OSError:
-            pump.mark_seen()
-    for pump in PUMPS:
-        pump.wait_seen(5.0)
-    send(reply)
-    if reply["status"] == "exit":
-        shutdown()
-
-
-DRIVER_FILE = run.__code__.co_filename
-null = os.open(os.devnull, os.O_RDONLY)
-os.dup2(null, 0)
-os.close(null)
-PUMPS = [Pump("stdout", 1), Pump("stderr", 2)]
-for pump in PUMPS:
-    pump.start()
-for stream in (sys.stdout, sys.stderr):
-    try:
-        stream.reconfigure(encoding="utf-8", errors="backslashreplace")
-    except BaseException:
-        pass
-if WORKDIR and os.path.isdir(WORKDIR):
-    os.chdir(WORKDIR)
-MAIN = types.ModuleType("__main__")
-MAIN.__dict__["__builtins__"] = builtins
-DRIVER_MODULE = sys.modules["__main__"]
-sys.modules["__main__"] = MAIN
-NAMESPACE = MAIN.__dict__
-threading.Thread(target=read_requests, daemon=True).start()
-send({"t": "ready", "pid": os.getpid(), "python": sys.version.split()[0],
-      "executable": sys.executable})
-while True:
-    request = REQUEST_QUEUE.get()
-    if request.get("op") == "ping":
-        send({"t": "pong"})
-    elif request.get("op") == "exec":
-        run(request)
-"""
-
-
-class InterpreterGone(Exception):
-    """The interpreter's output ended (it exited, crashed or was killed)."""
-
-
-@dataclass
-class KeptText:
-    """A bounded copy of a long text: its head, its tail, and how much fell in between."""
-
-    head_limit: int = KEEP_HEAD
-    tail_limit: int = KEEP_TAIL
-    head: list[str] = field(default_factory=list)
-    head_size: int = 0
-    tail: list[str] = field(default_factory=list)
-    tail_size: int = 0
-    dropped: int = 0
-
-    def add(self, text: str) -> None:
-        room = self.head_limit - self.head_size
-        if room > 0:
-            part = text[:room]
-            self.head.append(part)
-            self.head_size += len(part)
-            text = text[room:]
-        if not text:
-            return
-        self.tail.append(text)
-        self.tail_size += len(text)
-        if self.tail_size > 2 * self.tail_limit:
-            joined = "".join(self.tail)
-            self.dropped += len(joined) - self.tail_limit
-            self.tail = [joined[-self.tail_limit :]]
-            self.tail_size = self.tail_limit
-
-    @property
-    def total(self) -> int:
-        return self.head_size + self.dropped + self.tail_size
-
-    @property
-    def omitted(self) -> int:
-        """Characters between the kept head and the kept tail."""
-        return self.dropped + max(0, self.tail_size - self.tail_limit)
-
-    @property
-    def text(self) -> str:
-        tail = "".join(self.tail)
-        tail = tail[max(0, len(tail) - self.tail_limit) :]
-        if not self.omitted:
-            return "".join(self.head) + tail
-        return (
-            "".join(self.head)
-            + f"\n[{self.omitted} chars of output not kept: {self.total} in all]\n"
-            + tail
-        )
-
-
-class FrameReader:
-    """Frames from the driver's stdout; text outside a frame (a startup error) kept aside."""
-
-    def __init__(self, process: InteractiveProcess, nonce: str) -> None:
-        self._process = process
-        self._head = b"\n@@atui:" + nonce.encode("ascii") + b":"
-        self._buffer = bytearray()
-        self.stray = bytearray()
-        self.eof = False
-
-    async def next(self) -> dict[str, Any]:
-        """The next frame. Raises InterpreterGone at the end of the stream."""
-        while True:
-            frame = self._parse()
-            if frame is not None:
-                return frame
-            if self.eof:
-                raise InterpreterGone
-            data = await self._process.read()
-            if not data:
-                self.eof = True
-                self._keep_stray(bytes(self._buffer))
-                self._buffer.clear()
-            else:
-                self._buffer += data
-
-    def _parse(self) -> dict[str, Any] | None:
-        buffer = self._buffer
-        at = buffer.find(self._head)
-        if at < 0:
-            keep = 0
-            for size in range(min(len(buffer), len(self._head) - 1), 0, -1):
-                if buffer.endswith(self._head[:size]):
-                    keep = size
-                    break
-            self._keep_stray(bytes(buffer[: len(buffer) - keep]))
-            del buffer[: len(buffer) - keep]
-            return None
-        if at:
-            self._keep_stray(bytes(buffer[:at]))
-            del buffer[:at]
-        start = len(self._head)
-        newline = buffer.find(b"\n", start)
-        if newline < 0:
-            return None
-        size = int(buffer[start:newline])
-        if len(buffer) < newline + 1 + size:
-            return None
-        body = bytes(buffer[newline + 1 : newline + 1 + size])
-        del buffer[: newline + 1 + size]
-        message: dict[str, Any] = json.loads(body)
-        return message
-
-    def _keep_stray(self, data: bytes) -> None:
-        room = MAX_STRAY - len(self.stray)
-        if data and room > 0:
-            self.stray += data[:room]
-
-    def stray_text(self) -> str:
-        return self.stray.decode("utf-8", "replace").strip()
-
-
-@dataclass
-class Interpreter:
-    """One running driver process and what is known about it."""
-
-    process: InteractiveProcess
-    reader: FrameReader
-    nonce: str
-    backend: ExecutionBackend
-    pid: int | None = None
-    python: str = ""
-    executable: str = ""
-    calls: int = 0
-
-    async def send(self, request: dict[str, Any]) -> None:
-        body = json.dumps(request).encode("utf-8", "surrogatepass")
-        try:
-            await self.process.write(str(len(body)).encode("ascii") + b"\n" + body)
-        except (BackendError, OSError) as exc:
-            raise InterpreterGone from exc
-
-
-@dataclass
-class CallOutput:
-    """What one call printed, as the model will read it and as the UI saw it."""
-
-    kept: KeptText = field(default_factory=KeptText)
-    stderr_chars: int = 0
-
-    def add(self, ctx: ToolContext, stream: str, text: str) -> None:
-        self.kept.add(text)
-        if stream == "stderr":
-            self.stderr_chars += len(text)
-            ctx.emit("stderr", text)
-        else:
-            ctx.emit("stdout", text)
-
-
-def spawn_host(backend: ExecutionBackend) -> ExecutionBackend:
-    """The backend that can start the interpreter: this one, or the host a tmux backend rides."""
-    if backend.SUPPORTS_SPAWN:
-        return backend
-    host = getattr(backend, "host", None)
-    if isinstance(host, ExecutionBackend) and host.SUPPORTS_SPAWN:
-        return host
-    raise ExecutionFailed(
-        f"{backend.actor} cannot start a persistent interpreter; run Python with run_shell "
-        "instead (python3 -c '…', or a script file)"
-    )
 
 
 class PythonReplParams(ToolParams):
@@ -597,7 +217,7 @@ Examples: {"code": "import pandas as pd\\ndf = pd.read_csv('data.csv')\\ndf.shap
     async def _start(self, host: ExecutionBackend, ctx: ToolContext) -> Interpreter:
         nonce = secrets.token_hex(8)
         env = ctx.policy.command_env({"PYTHONIOENCODING": "utf-8"})
-        argv = [self.python, "-u", "-c", DRIVER, nonce, str(ctx.workspace)]
+        argv = [self.python, "-u", "-c", driver_program(), nonce, str(ctx.workspace)]
         try:
             process = await host.spawn(argv, env=env)
         except BackendError as error:
@@ -610,14 +230,14 @@ Examples: {"code": "import pandas as pd\\ndf = pd.read_csv('data.csv')\\ndf.shap
                 frame = await interpreter.reader.next()
         except (InterpreterGone, TimeoutError, ValueError):
             said = interpreter.reader.stray_text()
-            await _close_quietly(process)
+            await close_quietly(process)
             raise ExecutionFailed(
                 f"{self.python} on {host.actor} did not start as a Python interpreter"
                 + (f": {said[-2000:]}" if said else " (no answer)")
                 + "; check that Python 3 is installed there"
             ) from None
         if frame.get("t") != "ready":
-            await _close_quietly(process)
+            await close_quietly(process)
             raise ExecutionFailed(f"{self.python} on {host.actor} spoke an unknown protocol")
         interpreter.pid = frame.get("pid")
         interpreter.python = str(frame.get("python", ""))
@@ -774,14 +394,14 @@ Examples: {"code": "import pandas as pd\\ndf = pd.read_csv('data.csv')\\ndf.shap
         interpreter, self._interpreter = self._interpreter, None
         self._lost_note = note
         if interpreter is not None:
-            task = asyncio.ensure_future(_close_quietly(interpreter.process))
+            task = asyncio.ensure_future(close_quietly(interpreter.process))
             self._closing.add(task)
             task.add_done_callback(self._closing.discard)
 
     async def _stop(self) -> None:
         interpreter, self._interpreter = self._interpreter, None
         if interpreter is not None:
-            await _close_quietly(interpreter.process)
+            await close_quietly(interpreter.process)
 
     async def aclose(self) -> None:
         """Stop the interpreter (and everything it started); the session calls this at its end."""
@@ -790,13 +410,6 @@ Examples: {"code": "import pandas as pd\\ndf = pd.read_csv('data.csv')\\ndf.shap
             await asyncio.gather(*self._closing, return_exceptions=True)
 
     close = aclose
-
-
-async def _close_quietly(process: InteractiveProcess) -> None:
-    try:
-        await process.close()
-    except (BackendError, OSError, TimeoutError):
-        pass
 
 
 def python_repl_tools(python: str = "python3") -> list[Tool[Any]]:
