@@ -18,7 +18,8 @@ from tests.conftest import Harness, make_harness
 from tui.errors import PermissionDenied
 from tui.security.hosts import HostPolicy
 from tui.security.settings import SecuritySettings
-from tui.tools.builtin.web import html_to_text, parse_search_results
+from tui.tools.builtin.web_search import parse_search_results
+from tui.tools.html_text import html_to_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

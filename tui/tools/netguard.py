@@ -28,6 +28,9 @@ from tui.tools.tls import tls_context
 
 SocketOption = tuple[int, int, int | bytes] | tuple[int, int, None, int]
 
+USER_AGENT = "agent-tui/0.1 (+https://github.com)"
+"""What every HTTP request a tool sends (web tools, OpenAPI operations) says it is."""
+
 
 async def resolve(name: str, port: int) -> list[Address]:
     """The system resolver's addresses for ``name``, in its order (raises OSError)."""

@@ -36,8 +36,8 @@ from tui.tools.adapters.openapi.spec import (
     load_spec,
 )
 from tui.tools.base import ToolAccess
-from tui.tools.builtin.web import USER_AGENT, html_to_text
-from tui.tools.netguard import guarded_client
+from tui.tools.html_text import html_to_text
+from tui.tools.netguard import USER_AGENT, guarded_client
 from tui.tools.result import ToolResult
 from tui.tools.schema_tool import RawParams, SchemaTool
 from tui.tools.truncation import TruncationRule, save_full_output
