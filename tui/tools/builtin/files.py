@@ -18,247 +18,54 @@ Why they are built this way:
 from __future__ import annotations
 
 import asyncio
-import base64
-import difflib
-import os
-import shlex
-import stat
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from tui.diffs import bounded_diff, creation_diff, unified_diff
-from tui.errors import ExecutionFailed, InvalidArguments, NotFound
-from tui.exec.backend import BackendError, ExecutionBackend
-from tui.exec.local import LocalBackend
-from tui.safe_text import clean
+from tui.diffs import bounded_diff, unified_diff
+from tui.errors import ExecutionFailed, InvalidArguments
+from tui.exec.backend import BackendError
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
+from tui.tools.builtin.file_edits import EditFileParams, apply_edit, edit_snippet
+from tui.tools.builtin.file_io import (
+    LIST_TIMEOUT,
+    check_approved,
+    display_path,
+    encode_text,
+    human_size,
+    is_local,
+    looks_binary,
+    not_found,
+    path_kind,
+    plural,
+    read_bytes,
+    read_existing,
+    split_lines,
+    write_bytes,
+    write_diff,
+)
+from tui.tools.builtin.file_listing import (
+    MAX_LIST_ENTRIES,
+    find_command,
+    parse_find,
+    render_listing,
+    scan_local,
+)
+from tui.tools.builtin.file_reads import (
+    IMAGE_TYPES,
+    check_readable_size,
+    image_result,
+    page_text,
+)
 from tui.tools.context import ToolContext
-from tui.tools.result import ContentPart, ImageContent, ToolResult
+from tui.tools.result import ToolResult
 from tui.tools.secret_screen import SecretScreen
 from tui.tools.truncation import TruncationRule
 
-SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", ".hg", ".svn"})
-"""Folders that are never descended into: version-control internals and dependency trees."""
-
-BINARY_SNIFF_BYTES = 8192
-MAX_LINE_CHARS = 2000
 DEFAULT_READ_LIMIT = 2000
-MAX_IMAGE_BYTES = 5 * 1024 * 1024
-MAX_READ_BYTES = 256 * 1024 * 1024
-"""Above this read_file refuses (locally) instead of loading the whole file to show a page."""
-MAX_LIST_ENTRIES = 1000
-MAX_LIST_SCAN = 50_000
-"""Entries looked at before a listing gives up counting (a depth-10 walk of ``/``)."""
-LIST_TIMEOUT = 60.0
-
-IMAGE_TYPES = {
-    ".png": "image/png",
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".gif": "image/gif",
-    ".webp": "image/webp",
-}
-
 Engine = Literal["auto", "shell", "python"]
-
-
-# -- shared helpers (search.py uses them too) --------------------------------------------------
-
-
-def is_local(backend: ExecutionBackend) -> bool:
-    """True when the backend's files are this machine's, so Python may look at them directly."""
-    return isinstance(backend, LocalBackend)
-
-
-def display_path(path: Path, workspace: Path) -> str:
-    """Workspace-relative when inside it (short, and what the model passes back), else absolute."""
-    if path == workspace:
-        return "."
-    if path.is_relative_to(workspace):
-        return path.relative_to(workspace).as_posix()
-    return str(path)
-
-
-def human_size(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} B"  # pragma: no cover - the loop always returns
-
-
-def looks_binary(data: bytes) -> bool:
-    """The heuristic git and ripgrep use: a NUL byte near the start means not text."""
-    return b"\x00" in data[:BINARY_SNIFF_BYTES]
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines as editors number them: split on ``\\n`` only, a final newline adds no line.
-
-    ``str.splitlines`` also splits on form feeds and U+2028, which would shift every line
-    number after them away from what ``cat -n``, ``grep -n`` and editors say.
-    """
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
-
-
-PathKind = Literal["dir", "file", "missing"]
-
-
-async def path_kind(ctx: ToolContext, path: Path) -> PathKind:
-    """What is at ``path`` on the target (something other than a folder counts as a file)."""
-    if is_local(ctx.backend):
-        return await asyncio.to_thread(_local_kind, path)
-    quoted = shlex.quote(str(path))
-    _, out = await _run(
-        ctx,
-        f"if [ -d {quoted} ]; then echo dir; elif [ -e {quoted} ]; then echo file; "
-        "else echo missing; fi",
-    )
-    answer = out.strip()
-    return "dir" if answer == "dir" else "file" if answer == "file" else "missing"
-
-
-def _local_kind(path: Path) -> PathKind:
-    try:
-        info = path.stat()
-    except OSError:
-        return "missing"
-    return "dir" if stat.S_ISDIR(info.st_mode) else "file"
-
-
-async def _run(ctx: ToolContext, command: str) -> tuple[int | None, str]:
-    """A small helper command on the target: its exit code and stdout."""
-    try:
-        result = await ctx.backend.run(
-            command, env=ctx.policy.command_env(), timeout=LIST_TIMEOUT, cancel=ctx.cancel
-        )
-    except BackendError as error:
-        raise ExecutionFailed(f"{ctx.backend.actor}: {error.msg}") from None
-    return result.exit_code, result.stdout
-
-
-async def folder_names(ctx: ToolContext, folder: Path) -> list[str] | None:
-    """The names in ``folder``, or None when it cannot be listed (missing, not a folder)."""
-    if is_local(ctx.backend):
-        try:
-            return await asyncio.to_thread(os.listdir, folder)
-        except OSError:
-            return None
-    exit_code, out = await _run(ctx, f"ls -A1 -- {shlex.quote(str(folder))}")
-    return out.splitlines() if exit_code == 0 else None
-
-
-async def not_found(ctx: ToolContext, path: Path, raw: str, *, extra: str = "") -> NotFound:
-    """A NotFound that names the closest entries, since a typo is the usual cause."""
-    folder = path.parent
-    where = display_path(folder, ctx.workspace)
-    names = await folder_names(ctx, folder)
-    if names is None:
-        hint = f" The folder {where} does not exist either."
-    else:
-        lowered = {name.lower(): name for name in names}
-        close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.5)
-        if path.name.lower() in lowered and lowered[path.name.lower()] not in close:
-            close.insert(0, lowered[path.name.lower()])
-        if close:
-            hint = f" Closest names in {where}: {', '.join(close)}."
-        else:
-            hint = f" Nothing similar in {where} ({len(names)} entries); try list_files."
-    return NotFound(f"{raw}: no such file.{hint}{extra}")
-
-
-async def read_bytes(ctx: ToolContext, path: Path, raw: str, *, missing_hint: str = "") -> bytes:
-    """The file's bytes, with every failure turned into an error the model can act on."""
-    try:
-        return await ctx.backend.read_file(str(path))
-    except (FileNotFoundError, NotADirectoryError):
-        raise await not_found(ctx, path, raw, extra=missing_hint) from None
-    except IsADirectoryError:
-        raise InvalidArguments(
-            f"{raw} is a directory, not a file; use list_files to see what it holds"
-        ) from None
-    except PermissionError:
-        raise ExecutionFailed(f"cannot read {raw}: permission denied by the file system") from None
-    except BackendError as error:
-        raise ExecutionFailed(f"{ctx.backend.actor}: {error.msg}") from None
-    except OSError as error:
-        raise ExecutionFailed(f"cannot read {raw}: {error.strerror or error}") from None
-
-
-async def write_bytes(ctx: ToolContext, path: Path, raw: str, data: bytes) -> None:
-    try:
-        await ctx.backend.write_file(str(path), data, make_parents=True)
-    except IsADirectoryError:
-        raise InvalidArguments(f"{raw} is a directory; give a file path") from None
-    except (NotADirectoryError, FileExistsError):
-        raise ExecutionFailed(
-            f"cannot write {raw}: a part of its folder path is an existing file"
-        ) from None
-    except PermissionError:
-        raise ExecutionFailed(f"cannot write {raw}: permission denied by the file system") from None
-    except BackendError as error:
-        raise ExecutionFailed(f"{ctx.backend.actor}: {error.msg}") from None
-    except OSError as error:
-        raise ExecutionFailed(f"cannot write {raw}: {error.strerror or error}") from None
-
-
-async def read_existing(ctx: ToolContext, path: Path, raw: str) -> bytes | None:
-    """The current bytes of a file about to be replaced, or None when it does not exist yet."""
-    try:
-        return await ctx.backend.read_file(str(path))
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError:
-        raise InvalidArguments(f"{raw} is a directory; give a file path") from None
-    except NotADirectoryError:
-        raise ExecutionFailed(
-            f"cannot write {raw}: a part of its folder path is an existing file"
-        ) from None
-    except BackendError as error:
-        raise ExecutionFailed(f"{ctx.backend.actor}: {error.msg}") from None
-    except OSError:
-        return None  # unreadable but maybe writable: the write reports the real problem
-
-
-def encode_text(text: str, what: str) -> bytes:
-    """UTF-8, with surrogate escapes turned back into the odd bytes they came from."""
-    try:
-        return text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError as error:
-        raise InvalidArguments(
-            f"{what} contains a character that cannot be written as UTF-8 ({error.reason} at "
-            f"position {error.start}); send valid Unicode text"
-        ) from None
-
-
-def write_diff(old: bytes | None, content: str, name: str) -> tuple[str, int, int]:
-    """What writing ``content`` over ``old`` changes (None: a new file, all of it added)."""
-    if old is None:
-        diff, added = creation_diff(content, name)
-        return diff, added, 0
-    return unified_diff(old.decode("utf-8", "surrogateescape"), content, name)
-
-
-def check_approved(ctx: ToolContext, diff: str, name: str) -> None:
-    """Refuse a change other than the diff the person approved (the file moved meanwhile)."""
-    if ctx.approved_diff is not None and bounded_diff(clean(diff)) != ctx.approved_diff:
-        raise ExecutionFailed(
-            f"{name} changed after the approval was asked: the change would differ from the "
-            "diff the user approved, so nothing was written. Read the file again and retry."
-        )
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 # -- read_file ------------------------------------------------------------------------------
@@ -278,89 +85,6 @@ class ReadFileParams(ToolParams):
         le=100_000,
         description=f"Maximum number of lines to return (default {DEFAULT_READ_LIMIT}).",
     )
-
-
-@dataclass
-class Page:
-    text: str
-    total_lines: int
-    first: int
-    last: int
-    cut_chars: int
-    next_offset: int | None
-
-
-def check_readable_size(path: Path, raw: str) -> None:
-    """Refuse what would never finish or fill memory: /dev/zero, a FIFO, a 50 GB dump.
-
-    Only where the file system can be asked cheaply (locally); elsewhere the read just runs.
-    """
-    try:
-        info = path.stat()
-    except OSError:
-        return  # the read itself reports missing files with the closest names
-    if stat.S_ISDIR(info.st_mode):
-        return
-    if not stat.S_ISREG(info.st_mode):
-        raise InvalidArguments(
-            f"{raw} is not a regular file (a device, FIFO or socket); use run_shell to read "
-            "a bounded amount of it, e.g. `head -c 4096`"
-        )
-    if info.st_size > MAX_READ_BYTES:
-        raise InvalidArguments(
-            f"{raw} is {human_size(info.st_size)}, above the {human_size(MAX_READ_BYTES)} "
-            "read_file limit; use run_shell with `sed -n 'START,ENDp'`, `head` or `tail`, "
-            "or grep_search to find the part you need"
-        )
-
-
-def page_text(data: bytes, offset: int, limit: int, budget: int, name: str) -> Page:
-    """Numbered lines from ``offset``, stopping at ``limit`` lines or ``budget`` characters.
-
-    Stopping at a whole line (never mid-line) keeps the next-page offset exact.
-    """
-    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
-    lines = split_lines(text)
-    total = len(lines)
-    if total == 0:
-        return Page(f"[{name} is empty: 0 lines]", 0, 0, 0, 0, None)
-    if offset > total:
-        raise InvalidArguments(
-            f"offset {offset} is past the end of {name}, which has {plural(total, 'line')}; "
-            f"use an offset from 1 to {total}"
-        )
-    end = min(total, offset - 1 + limit)
-    shown: list[str] = []
-    used = 0
-    last = offset - 1
-    cut_chars = 0
-    for number in range(offset, end + 1):
-        entry = _numbered(number, lines[number - 1])
-        if cut_chars or (shown and used + len(entry) > budget):
-            cut_chars += len(entry)
-            continue
-        shown.append(entry)
-        used += len(entry)
-        last = number
-    next_offset = last + 1 if last < total else None
-    if cut_chars:
-        footer = (
-            f"[lines {offset}-{last} of {total} shown: the {budget}-character output limit cut "
-            f"the other {end - last} requested lines ({cut_chars} chars). "
-            f"Next page: offset={next_offset}]"
-        )
-    elif next_offset is not None:
-        footer = f"[lines {offset}-{last} of {total} shown. Next page: offset={next_offset}]"
-    else:
-        footer = f"[end of file: lines {offset}-{last} of {total}]"
-    return Page("".join(shown) + footer, total, offset, last, cut_chars, next_offset)
-
-
-def _numbered(number: int, line: str) -> str:
-    line = line.removesuffix("\r")
-    if len(line) > MAX_LINE_CHARS:
-        line = line[:MAX_LINE_CHARS] + f" … [line cut: {len(line) - MAX_LINE_CHARS} more chars]"
-    return f"{number:6d}\t{line}\n"
 
 
 class ReadFileTool(Tool[ReadFileParams]):
@@ -415,21 +139,6 @@ Examples: {"path": "src/app.py"}; {"path": "logs/server.log", "offset": 1200, "l
             truncated_chars=page.cut_chars,
         )
         return ToolResult(page.text, details)
-
-
-def image_result(data: bytes, mime: str, name: str, details: dict[str, Any]) -> ToolResult:
-    """An image the model can look at, unless it is too big to send."""
-    if len(data) > MAX_IMAGE_BYTES:
-        return ToolResult(
-            f"{name} is an image ({mime}, {human_size(len(data))}), above the "
-            f"{human_size(MAX_IMAGE_BYTES)} limit for returning images; it is not shown.",
-            dict(details, image=True),
-        )
-    content: list[ContentPart] = [
-        f"{name}: image ({mime}, {human_size(len(data))})",
-        ImageContent(base64.b64encode(data).decode("ascii"), mime),
-    ]
-    return ToolResult(content, dict(details, image=True, mime_type=mime))
 
 
 # -- write_file -----------------------------------------------------------------------------
@@ -515,133 +224,6 @@ Examples: {"path": "src/util/slug.py", "content": "def slug(s):\\n    return s.l
 
 
 # -- edit_file ------------------------------------------------------------------------------
-
-
-class EditFileParams(ToolParams):
-    path: str = Field(
-        description=(
-            "File to edit; relative paths start at the workspace (on a tmux "
-            "backend: where its shell stands)."
-        )
-    )
-    old_string: str = Field(
-        description="The exact text to replace, copied from the file with its indentation and "
-        "line breaks (without read_file's line-number prefixes). It must occur exactly once "
-        "unless replace_all is true."
-    )
-    new_string: str = Field(description="The text to put in its place (may be empty).")
-    replace_all: bool = Field(
-        default=False, description="Replace every occurrence instead of requiring exactly one."
-    )
-
-
-@dataclass
-class Edit:
-    text: str
-    count: int
-    first_line: int
-    crlf: bool
-
-
-def uses_crlf(text: str) -> bool:
-    crlf = text.count("\r\n")
-    return crlf > 0 and crlf >= text.count("\n") - crlf
-
-
-def _with_endings(text: str, crlf: bool) -> str:
-    lf = text.replace("\r\n", "\n")
-    return lf.replace("\n", "\r\n") if crlf else lf
-
-
-def apply_edit(text: str, params: EditFileParams, name: str) -> Edit:
-    """The edited text, or an error that says how to make the edit match.
-
-    The model writes ``\\n``; a CRLF file gets its own line endings back, so an edit never
-    turns a Windows file into a mixed one.
-    """
-    if params.old_string == params.new_string:
-        raise InvalidArguments(
-            "old_string and new_string are identical; there is nothing to change"
-        )
-    if not params.old_string:
-        raise InvalidArguments(
-            "old_string is empty; to create a file or replace all of it, use write_file"
-        )
-    crlf = uses_crlf(text)
-    candidates = [
-        (_with_endings(params.old_string, crlf), _with_endings(params.new_string, crlf)),
-        (params.old_string, params.new_string),
-    ]
-    found = next(((old, new) for old, new in candidates if old in text), None)
-    if found is None:
-        raise InvalidArguments(not_found_message(text, params.old_string, name))
-    old, new = found
-    count = text.count(old)
-    first = text.find(old)
-    if count > 1 and not params.replace_all:
-        where = occurrence_lines(text, old, limit=10)
-        raise InvalidArguments(
-            f"old_string occurs {count} times in {name} (at lines {where}); include more "
-            "surrounding lines so it matches exactly one place, or set replace_all to true to "
-            "change all of them"
-        )
-    result = text.replace(old, new) if params.replace_all else text.replace(old, new, 1)
-    if text.endswith("\n") and result and not result.endswith("\n"):
-        result += "\r\n" if crlf else "\n"
-    return Edit(result, count if params.replace_all else 1, text.count("\n", 0, first) + 1, crlf)
-
-
-def occurrence_lines(text: str, needle: str, limit: int) -> str:
-    lines: list[str] = []
-    start = text.find(needle)
-    while start != -1 and len(lines) < limit:
-        lines.append(str(text.count("\n", 0, start) + 1))
-        start = text.find(needle, start + 1)
-    more = text.count(needle) - len(lines)
-    return ", ".join(lines) + (f" and {more} more" if more > 0 else "")
-
-
-def not_found_message(text: str, old: str, name: str) -> str:
-    """Why an edit did not match, with the nearest thing that does when one is cheap to find."""
-    message = (
-        f"old_string was not found in {name}. It must match the file exactly, including "
-        "whitespace, indentation (tabs vs spaces) and line breaks; read_file the region again "
-        "and copy the text without the line-number prefixes."
-    )
-    file_lines = split_lines(text.replace("\r\n", "\n"))
-    wanted = [line.strip() for line in split_lines(old.replace("\r\n", "\n"))]
-    if not wanted or len(file_lines) > 200_000:
-        return message
-    stripped = [line.strip() for line in file_lines]
-    start = _match_ignoring_whitespace(stripped, wanted)
-    if start is not None:
-        return (
-            f"{message} Ignoring leading and trailing whitespace it matches at line {start + 1}: "
-            f"{file_lines[start].rstrip()!r}; copy that region's exact indentation."
-        )
-    probe = next((line for line in wanted if line), "")
-    close = difflib.get_close_matches(probe, stripped, n=1, cutoff=0.6) if probe else []
-    if close:
-        number = stripped.index(close[0]) + 1
-        return f"{message} The closest line is line {number}: {file_lines[number - 1].rstrip()!r}."
-    return message
-
-
-def _match_ignoring_whitespace(stripped: list[str], wanted: list[str]) -> int | None:
-    size = len(wanted)
-    for index, line in enumerate(stripped):
-        if line == wanted[0] and stripped[index : index + size] == wanted:
-            return index
-    return None
-
-
-def edit_snippet(text: str, first_line: int, new_string: str) -> str:
-    """The edited region with line numbers, so the model sees the result without a re-read."""
-    lines = split_lines(text)
-    span = max(1, len(split_lines(new_string.replace("\r\n", "\n"))))
-    start = max(1, first_line - 2)
-    end = min(len(lines), first_line + min(span, 12) + 1)
-    return "".join(_numbered(number, lines[number - 1]) for number in range(start, end + 1))
 
 
 class EditFileTool(Tool[EditFileParams]):
@@ -730,168 +312,6 @@ class ListFilesParams(ToolParams):
         description="How many levels deep to go: 1 lists only the folder's own entries "
         "(default 2).",
     )
-
-
-EntryKind = Literal["dir", "file", "link", "skipped", "other"]
-
-
-@dataclass(frozen=True)
-class Entry:
-    rel: str
-    """Path relative to the listed folder, with ``/`` separators."""
-    kind: EntryKind
-    size: int | None = None
-    target: str | None = None
-
-    @property
-    def level(self) -> int:
-        return self.rel.count("/")
-
-    def render(self) -> str:
-        if self.kind == "dir":
-            return f"{self.rel}/"
-        if self.kind == "skipped":
-            return f"{self.rel}/  (not listed)"
-        if self.kind == "link":
-            return f"{self.rel} -> {self.target}"
-        if self.kind == "file" and self.size is not None:
-            return f"{self.rel}  ({human_size(self.size)})"
-        return self.rel
-
-
-@dataclass
-class Scan:
-    entries: list[Entry]
-    complete: bool
-    """False when the scan stopped at ``MAX_LIST_SCAN`` entries."""
-
-
-def scan_local(root: Path, depth: int, hides: Callable[[str, bool], bool] | None = None) -> Scan:
-    """Breadth-first, so a capped listing shows the shallow levels whole.
-
-    ``hides(path, is_link)`` leaves an entry out and keeps the walk out of it (a secret).
-    """
-    entries: list[Entry] = []
-    queue: list[tuple[Path, str, int]] = [(root, "", 1)]
-    while queue:
-        folder, prefix, level = queue.pop(0)
-        try:
-            with os.scandir(folder) as listing:
-                items = sorted(listing, key=lambda item: item.name)
-        except OSError:
-            continue
-        for item in items:
-            if len(entries) >= MAX_LIST_SCAN:
-                return Scan(entries, False)
-            entry = _local_entry(item, prefix + item.name)
-            if hides is not None and hides(item.path, entry.kind == "link"):
-                continue
-            entries.append(entry)
-            if entry.kind == "dir" and level < depth:
-                queue.append((Path(item.path), entry.rel + "/", level + 1))
-    return Scan(entries, True)
-
-
-def _local_entry(item: os.DirEntry[str], rel: str) -> Entry:
-    try:
-        if item.is_symlink():
-            return Entry(rel, "link", target=os.readlink(item.path))
-        if item.is_dir(follow_symlinks=False):
-            return Entry(rel, "skipped" if item.name in SKIP_DIRS else "dir")
-        if item.is_file(follow_symlinks=False):
-            return Entry(rel, "file", size=item.stat(follow_symlinks=False).st_size)
-    except OSError:
-        pass
-    return Entry(rel, "other")
-
-
-def find_command(root: Path, depth: int) -> str:
-    """The same listing from GNU ``find`` on targets Python cannot look at directly."""
-    names = " -o ".join(f"-name {shlex.quote(name)}" for name in sorted(SKIP_DIRS))
-    return (
-        f"find {shlex.quote(str(root))} -mindepth 1 -maxdepth {depth} "
-        f"\\( -type d \\( {names} \\) -printf 'S\\t0\\t%P\\t\\0' -prune \\) "
-        "-o -printf '%y\\t%s\\t%P\\t%l\\0'"
-    )
-
-
-def parse_find(output: str) -> Scan:
-    kinds: dict[str, EntryKind] = {
-        "d": "dir",
-        "f": "file",
-        "l": "link",
-        "S": "skipped",
-    }
-    entries: list[Entry] = []
-    for record in output.split("\0"):
-        if not record:
-            continue
-        kind, _, rest = record.partition("\t")
-        size, _, rest = rest.partition("\t")
-        rel, _, target = rest.rpartition("\t")
-        mapped: EntryKind = kinds.get(kind, "other")
-        entries.append(
-            Entry(
-                rel,
-                mapped,
-                size=int(size) if mapped == "file" and size.isdigit() else None,
-                target=target if mapped == "link" else None,
-            )
-        )
-    return Scan(entries, True)
-
-
-def render_listing(
-    scan: Scan, name: str, depth: int, cap: int, budget: int
-) -> tuple[str, dict[str, Any]]:
-    """Header first, then entries in path order, chosen shallowest first.
-
-    The listing bounds itself (``cap`` entries, ``budget`` characters) rather than leaving it
-    to the registry's head cut, which would keep alphabetically-first deep entries and drop
-    later top-level ones: a capped listing still shows the whole top of the tree.
-    """
-    chosen: list[Entry] = []
-    used = 0
-    for entry in sorted(scan.entries, key=lambda entry: (entry.level, entry.rel)):
-        size = len(entry.render()) + 1
-        if len(chosen) >= cap or (chosen and used + size > budget):
-            break
-        chosen.append(entry)
-        used += size
-    chosen.sort(key=lambda entry: entry.rel.split("/"))
-    total = len(scan.entries)
-    more = total - len(chosen)
-    if scan.complete:
-        header = f"{name}/ (depth {depth}): {_tally(scan.entries)}"
-    else:
-        header = f"{name}/ (depth {depth}): more than {total} entries; stopped counting"
-    if more > 0 or not scan.complete:
-        header += (
-            f". Showing {len(chosen)}, shallowest first; "
-            f"{'at least ' if not scan.complete else ''}{more} more not shown: list a "
-            "subfolder or use a smaller depth"
-        )
-    body = "\n".join(entry.render() for entry in chosen) if chosen else "(empty folder)"
-    details = {
-        "entries": total,
-        "shown": len(chosen),
-        "complete": scan.complete,
-        "truncated_chars": 0,
-    }
-    return f"{header}\n{body}", details
-
-
-def _tally(entries: list[Entry]) -> str:
-    dirs = sum(1 for entry in entries if entry.kind in ("dir", "skipped"))
-    files = sum(1 for entry in entries if entry.kind == "file")
-    links = sum(1 for entry in entries if entry.kind == "link")
-    others = len(entries) - dirs - files - links
-    parts = [plural(dirs, "folder"), plural(files, "file")]
-    if links:
-        parts.append(plural(links, "symlink"))
-    if others:
-        parts.append(f"{others} other")
-    return ", ".join(parts)
 
 
 class ListFilesTool(Tool[ListFilesParams]):

@@ -25,16 +25,16 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from tui.diffs import unified_diff
 from tui.errors import ExecutionFailed, InvalidArguments
 from tui.exec.backend import BackendError
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
-from tui.tools.builtin.files import (
+from tui.tools.builtin.file_io import (
     display_path,
     encode_text,
     not_found,
     plural,
-    unified_diff,
     write_bytes,
 )
 from tui.tools.context import ToolContext

@@ -33,7 +33,7 @@ from tui.errors import Cancelled, ExecutionFailed, InvalidArguments
 from tui.exec.backend import BackendError
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
-from tui.tools.builtin.files import (
+from tui.tools.builtin.file_io import (
     SKIP_DIRS,
     display_path,
     is_local,
