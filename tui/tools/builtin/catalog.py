@@ -9,10 +9,11 @@ from tui.locations import config_dir
 from tui.tools.base import Tool
 from tui.tools.builtin.clock import TimeTool
 from tui.tools.builtin.files import file_tools
+from tui.tools.builtin.glob_search import GlobSearchTool
+from tui.tools.builtin.grep_search import GrepSearchTool
 from tui.tools.builtin.memory import memory_tools
 from tui.tools.builtin.notebook import notebook_tools
 from tui.tools.builtin.python_repl import python_repl_tools
-from tui.tools.builtin.search import search_tools
 from tui.tools.builtin.shell import RunShellTool
 from tui.tools.builtin.skill import skill_tools
 from tui.tools.builtin.sleep import sleep_tools
@@ -35,7 +36,8 @@ def builtin_tools(
     tools: list[Tool[Any]] = [
         RunShellTool(),
         *file_tools(),
-        *search_tools(),
+        GlobSearchTool(),
+        GrepSearchTool(),
         TimeTool(),
         *memory_tools(),
         *web_tools(),
