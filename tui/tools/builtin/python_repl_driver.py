@@ -8,9 +8,10 @@ private copy of stdout, length-prefixed JSON requests on a private copy of stdin
 2 pumped into ``out`` frames, so nothing user code prints can pass for a frame.
 """
 
-# Written as an older python3 on the target still runs it: % formatting, io.open, and a
-# request stream left open until the process ends.
+# Written so an older python3 on the target still runs it: no annotations, % formatting,
+# io.open, and a request stream left open until the process ends.
 # ruff: noqa: UP020, UP031, SIM115
+# mypy: ignore-errors
 
 import ast
 import builtins
