@@ -51,6 +51,24 @@ FRAME_TEXT = b"approval"
 """Drawn by the first frame at 80x24 (the status bar names the approval mode)."""
 
 
+BARE_APP = """
+from textual.app import App
+from textual.widgets import Input, Static
+
+
+class Bare(App[None]):
+    BINDINGS = [("ctrl+q", "quit")]
+
+    def compose(self):
+        yield Static("approval")
+        yield Input()
+
+
+Bare().run()
+"""
+"""The floor for a first frame: Textual itself drawing one line of text and an input."""
+
+
 class TimedServer(ScriptedServer):
     """The scripted server, noting when each request arrived on the shared monotonic clock."""
 
@@ -303,6 +321,12 @@ def main() -> int:
 
         ours, base, ratio = paired(max(3, args.rounds // 2), ours_frame, python_pass)
         rows.append(("first frame", ours, "python -c pass", base, ratio))
+
+        def bare_frame() -> float:
+            return first_frame([python, "-c", BARE_APP], workspace, env, b"approval")
+
+        bare = median([bare_frame() for _ in range(max(3, args.rounds // 2))])
+        rows.append(("  beside a bare app", ours, "bare Textual app", bare, ours / bare))
 
         def ours_sleeps() -> float:
             server.add(*parallel_script(2, 5))
