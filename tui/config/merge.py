@@ -23,8 +23,11 @@ from tui.config.settings import Settings
 
 @dataclass
 class MergedLayers:
+    """The layers merged so far, and the layer that set each key path."""
+
     data: dict[str, Any] = field(default_factory=dict)
     origins: dict[KeyPath, Layer] = field(default_factory=dict)
+    """Which layer set each key path (a table's path points at the last layer that touched it)."""
 
     def add(self, layer: Layer) -> None:
         self._merge(self.data, layer.data, (), layer)
