@@ -29,10 +29,10 @@ from tests.test_loop import (
 )
 from tui.agent.hooks import (
     MAX_HOOK_VARIABLE_CHARS,
-    HookCommand,
     Hooks,
     ToolCallInfo,
 )
+from tui.config.sections.hooks import HookCommand
 from tui.events import (
     ApprovalRequested,
     Event,

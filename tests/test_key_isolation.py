@@ -27,8 +27,9 @@ import pytest
 from tests.test_headless_cli import Cli, ServerProcess, cli, headless, model_server, wait_for
 from tests.test_loop import shell, tools_step
 from tests.test_targets_cli import tool_results
-from tui.agent.hooks import HookCommand, run_hook_command
+from tui.agent.hooks import run_hook_command
 from tui.agent.providers.factory import ENV_VARS, make_provider
+from tui.config.sections.hooks import HookCommand
 from tui.security import own_environ
 from tui.security.environment import reduced_environment
 from tui.security.own_environ import PROVIDER_KEY_VARIABLES, hold_provider_keys

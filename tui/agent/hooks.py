@@ -15,13 +15,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
+from tui.config.sections.hooks import HookCommand
 from tui.events import Event, ToolCallCompleted, ToolCallStarted
 from tui.safe_text import clean, excerpt
 from tui.security.environment import reduced_environment
@@ -35,35 +33,6 @@ MAX_HOOK_VARIABLE_CHARS = 32_000
 """``HOOK_TOOL_INPUT`` / ``HOOK_TOOL_OUTPUT`` are cut here: Linux refuses to start a program
 with one environment string above 128 KiB, and a tool's output can be megabytes. The JSON on
 stdin carries the input whole."""
-
-
-class HookCommand(BaseModel):
-    """A shell command run around tool calls whose tool name matches (one
-    ``[[hooks.pre_tool_use]]``, ``[[hooks.post_tool_use]]`` or
-    ``[[hooks.post_tool_use_failure]]`` entry)."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    matcher: str = "*"
-    """``*`` for every tool, else a tool name or a regular expression matched in full."""
-    command: str
-    """The shell command; it receives the call as JSON on stdin."""
-    timeout: float = Field(default=30, gt=0)
-    """Seconds before the hook is killed."""
-
-    @field_validator("matcher")
-    @classmethod
-    def _matcher_compiles(cls, value: str) -> str:
-        """Catch a bad regex at start-up rather than on the first tool call."""
-        if value != "*":
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"not a valid regular expression: {exc}") from None
-        return value
-
-    def matches(self, tool_name: str) -> bool:
-        return self.matcher == "*" or re.fullmatch(self.matcher, tool_name) is not None
 
 
 @dataclass

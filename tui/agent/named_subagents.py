@@ -7,6 +7,7 @@ session's, or one made for its model/provider/thinking overrides), and its syste
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,8 +17,22 @@ from tui.agent.prompt import build_system_prompt
 from tui.agent.providers.base import Provider, ProviderError
 from tui.agent.providers.factory import make_provider
 from tui.agent.subagent import ChildSpec, NamedSubAgentTool
-from tui.agent.subagent_settings import THINKING_BUDGETS, SubAgentSettings, subagent_tool_name
 from tui.config import ProviderSettings, default_model
+from tui.config.sections.subagents import SubAgentSettings
+
+THINKING_BUDGETS: dict[str, int | None] = {
+    "none": None,
+    "minimal": 1024,
+    "low": 2048,
+    "medium": 8192,
+    "high": 16384,
+    "xhigh": 32768,
+}
+"""Anthropic has a token budget where the OpenAI APIs have an effort level: one level maps to
+both, so a sub-agent's ``thinking`` means the same whichever provider it talks to."""
+
+MAX_TOOL_NAME = 64
+"""Both wire formats accept tool names of ``[A-Za-z0-9_-]`` up to 64 characters."""
 
 
 @dataclass
@@ -111,3 +126,13 @@ def build_named_subagents(
             NamedSubAgentTool(parent, name=tool_name, description=sub.description, spec=spec)
         )
     return built
+
+
+def subagent_tool_name(name: str, taken: set[str] | frozenset[str] = frozenset()) -> str | None:
+    """The tool name a sub-agent is offered under: its name in the characters models accept,
+    at most 64 long; None when empty after that or already taken (it never shadows a tool)."""
+    cleaned = re.sub(r"_{2,}", "_", re.sub(r"[^A-Za-z0-9_-]+", "_", name)).strip("_")
+    cleaned = cleaned[:MAX_TOOL_NAME]
+    if not cleaned or cleaned in taken:
+        return None
+    return cleaned

@@ -22,15 +22,10 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
+from tui.config.sections.agent import DEFAULT_NO_PROGRESS_REPEATS, DEFAULT_PING_PONG_CYCLES
 from tui.errors import ToolError
 from tui.safe_text import excerpt
 from tui.tools.result import ContentPart, ToolResult
-
-DEFAULT_PING_PONG_CYCLES = 4
-"""A B pairs with unchanged results before the model is told (ZeroClaw warns at 4)."""
-
-DEFAULT_NO_PROGRESS_REPEATS = 3
-"""Identical successful outputs of one call before the model is told (ZeroClaw: 3)."""
 
 Key = tuple[str, str]
 """``(tool name, canonical arguments JSON)``, as ``FailureMemory`` keys a call."""

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-DEFAULT_DISK_CAP = 1024**3
-"""Bytes of one output saved to disk (``[agent] output_disk_cap``)."""
+from tui.config.sections.agent import DEFAULT_DISK_CAP
 
 CAP_SETTING = "[agent] output_disk_cap"
 

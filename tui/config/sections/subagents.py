@@ -8,32 +8,19 @@ sub-agents are reviewed key by key: their prompts, tools and limits are harmless
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from tui.config.sections import SECTION
 
 ThinkingLevel = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
-
-THINKING_BUDGETS: dict[str, int | None] = {
-    "none": None,
-    "minimal": 1024,
-    "low": 2048,
-    "medium": 8192,
-    "high": 16384,
-    "xhigh": 32768,
-}
-"""Anthropic has a token budget where the OpenAI APIs have an effort level: one level maps to
-both, so a sub-agent's ``thinking`` means the same whichever provider it talks to."""
-
-MAX_TOOL_NAME = 64
-"""Both wire formats accept tool names of ``[A-Za-z0-9_-]`` up to 64 characters."""
 
 
 class SubAgentSettings(BaseModel):
     """One named sub-agent: a child loop with its own instructions, tools and model."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = SECTION
 
     description: str = ""
     """What the model reads to decide when to call it (the tool's description)."""
@@ -62,13 +49,3 @@ class SubAgentSettings(BaseModel):
         return any(
             value is not None for value in (self.model, self.provider, self.base_url, self.thinking)
         )
-
-
-def subagent_tool_name(name: str, taken: set[str] | frozenset[str] = frozenset()) -> str | None:
-    """The tool name a sub-agent is offered under: its name in the characters models accept,
-    at most 64 long; None when empty after that or already taken (it never shadows a tool)."""
-    cleaned = re.sub(r"_{2,}", "_", re.sub(r"[^A-Za-z0-9_-]+", "_", name)).strip("_")
-    cleaned = cleaned[:MAX_TOOL_NAME]
-    if not cleaned or cleaned in taken:
-        return None
-    return cleaned

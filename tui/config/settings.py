@@ -1,0 +1,44 @@
+"""``Settings``: everything configurable, one attribute per TOML section.
+
+The sections themselves live in ``tui.config.sections``, one module per topic; this root only
+gathers them in the order ``agent-tui config`` prints them.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tui.config.sections.adapters import McpSettings, OpenApiSpecSettings
+from tui.config.sections.agent import AgentSettings
+from tui.config.sections.approval import ApprovalSettings, NotifySettings
+from tui.config.sections.hooks import HooksSettings
+from tui.config.sections.provider import ProviderSettings
+from tui.config.sections.subagents import SubAgentSettings
+from tui.config.sections.targets import SshSettings, TmuxSettings
+from tui.config.sections.tools import CronSettings, ToolsSettings, WebSettings
+from tui.security.settings import SecuritySettings
+from tui.security.trust import TrustSettings
+
+
+class Settings(BaseModel):
+    """Everything configurable, one attribute per TOML section."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    provider: ProviderSettings = Field(default_factory=ProviderSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
+    security: SecuritySettings = Field(default_factory=SecuritySettings)
+    approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
+    hooks: HooksSettings = Field(default_factory=HooksSettings)
+    notify: NotifySettings = Field(default_factory=NotifySettings)
+    tmux: TmuxSettings = Field(default_factory=TmuxSettings)
+    ssh: SshSettings = Field(default_factory=SshSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
+    openapi: dict[str, OpenApiSpecSettings] = Field(default_factory=dict)
+    """``[openapi.NAME]`` tables; tools appear as ``NAME__operationId``."""
+    cron: CronSettings = Field(default_factory=CronSettings)
+    subagents: dict[str, SubAgentSettings] = Field(default_factory=dict)
+    """``[subagents.NAME]`` tables: each sub-agent is offered to the model as a tool ``NAME``."""
+    trust: TrustSettings = Field(default_factory=TrustSettings)
