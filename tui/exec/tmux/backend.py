@@ -33,7 +33,7 @@ from tui.exec.tmux import lifecycle
 from tui.exec.tmux.clients import ClientPool
 from tui.exec.tmux.feed import PaneFeed
 from tui.exec.tmux.guard import check_shared_shell
-from tui.exec.tmux.jobs import CommandRunner
+from tui.exec.tmux.jobs import CommandRunner, report_notices
 from tui.exec.tmux.managed import Direction, ManagedSessions
 from tui.exec.tmux.pane_io import CaptureResult, PaneIO
 from tui.exec.tmux.pane_setup import PaneSetup
@@ -248,7 +248,7 @@ class TmuxBackend(ExecutionBackend):
         started = time.perf_counter()
         notices = self._take_notices()
         pane = await self._shared.pane_for_command(target, notices, env)
-        self._report(notices, on_chunk)
+        report_notices(notices, on_chunk)
         async with pane.lock:
             job = await self._runner.start(pane, command, cwd, on_chunk, expect_cwd)
             return await self._runner.finish(pane, job, timeout, cancel, started, notices)
@@ -442,15 +442,6 @@ class TmuxBackend(ExecutionBackend):
         notices = list(self._notices)
         self._notices.clear()
         return notices
-
-    def _report(self, notices: list[str], on_chunk: ChunkSink | None) -> None:
-        if on_chunk is None:
-            return
-        for notice in notices:
-            try:
-                on_chunk("info", notice + "\n")
-            except Exception:
-                log.exception("output sink failed")
 
     # -- shutdown -------------------------------------------------------------------------------
 

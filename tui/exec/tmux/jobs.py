@@ -12,6 +12,7 @@ times) and, on a local host, what the command started in the background is stopp
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from pathlib import PurePosixPath
@@ -26,6 +27,8 @@ from tui.exec.tmux.markers import CommandStream, ShellKind, command_text, detect
 from tui.exec.tmux.pane_setup import SETUP_TIMEOUT
 from tui.exec.tmux.panes import Job, ManagedPane, PaneRegistry, pane_status
 from tui.exec.tmux.prompt import discard_input, moved, refusal
+
+log = logging.getLogger(__name__)
 
 CANCEL_GRACE = 2.0
 """Seconds to wait for the prompt after Ctrl-C before reporting the command still running."""
@@ -223,6 +226,17 @@ class CommandRunner:
             await self.interrupt(pane_id)
         except BackendError:
             pass
+
+
+def report_notices(notices: list[str], on_chunk: ChunkSink | None) -> None:
+    """Show ``notices`` in a command's live output, before the command is typed."""
+    if on_chunk is None:
+        return
+    for notice in notices:
+        try:
+            on_chunk("info", notice + "\n")
+        except Exception:
+            log.exception("output sink failed")
 
 
 def _short(text: str, limit: int = 60) -> str:
