@@ -175,7 +175,7 @@ async def test_tmux_output_past_the_collection_cap_is_saved_whole(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tests.tmux_helpers import kill_server, new_socket_name, tmux_backends
-    from tui.exec.tmux import backend as tmux_module
+    from tui.exec.tmux import jobs as tmux_module
 
     monkeypatch.setattr(tmux_module, "KEEP_LIMIT", 200_000)
     count = 100_000

@@ -2,7 +2,11 @@
 
 ``control`` speaks tmux control mode over any backend's ``spawn``; ``markers`` knows how a
 shell tells us a command ended; ``sessions`` names and tags what we create; ``backend`` is
-the ``ExecutionBackend``; ``mirror`` streams one pane's screen to the UI.
+the ``ExecutionBackend``, a coordinator over ``clients`` (control clients by session),
+``panes`` and ``pane_setup`` (panes that speak the markers), ``shared`` (the shared session and
+pane), ``jobs`` (a command's life), ``pane_io`` (capture and keys), ``managed`` (the tools'
+sessions and panes) and ``feed`` (pane output to panes and listeners); ``mirror`` streams one
+pane's screen to the UI.
 """
 
 from tui.exec.tmux.backend import TmuxBackend

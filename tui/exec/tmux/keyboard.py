@@ -9,6 +9,8 @@ starts with ``-`` is a flag (``--`` alone is eaten as the end of flags). So:
   reads the line;
 - text the agent types (``send-keys -l``) and buffer contents (``set-buffer``) are quoted
   with ``quote`` and put behind ``--``, so a leading ``-`` is text, not a flag;
+- a command the agent runs is pasted the same way, with ``-r`` (its newlines stay newlines)
+  and Enter pressed after it (``command_lines``);
 - a paste goes through a buffer and ``paste-buffer -p``: bracketed when the pane's program
   asked for bracketed paste, otherwise typed with each newline as Enter. Nothing in it is
   ever parsed by a shell on the way.
@@ -16,7 +18,8 @@ starts with ``-`` is a flag (``--`` alone is eaten as the end of flags). So:
 
 from __future__ import annotations
 
-from tui.exec.tmux.control import quote
+from tui.exec.tmux.control import ControlClient, quote
+from tui.exec.tmux.prompt import clear_input
 
 HEX_CHUNK = 256
 """Bytes per ``send-keys -H`` line (three characters each on the command line)."""
@@ -75,3 +78,31 @@ def paste_lines(pane_id: str, text: str, buffer: str) -> list[str]:
     if not text:
         return []
     return [*buffer_lines(buffer, text), f"paste-buffer -p -d -b {buffer} -t {pane_id}"]
+
+
+def command_lines(pane_id: str, text: str, *, clear: bool = False) -> list[str]:
+    """Lines that paste a command (bracketed if the program asked for it) and press Enter.
+
+    ``clear`` first wipes what a person left unsent on the prompt line, so exactly ``text``
+    runs, never their leftover glued in front of it.
+    """
+    buffer = f"atui-{pane_id.lstrip('%')}"
+    lines = [clear_input(pane_id)] if clear else []
+    lines += buffer_lines(buffer, text)
+    if text:
+        lines.append(f"paste-buffer -p -r -d -b {buffer} -t {pane_id}")
+    lines.append(f"send-keys -t {pane_id} Enter")
+    return lines
+
+
+async def send_lines(client: ControlClient, lines: list[str]) -> None:
+    """Send ``lines`` in one round trip; raises ``TmuxCommandError`` for the first refused."""
+    for reply in await client.commands(lines):
+        reply.check()
+
+
+async def type_command(
+    client: ControlClient, pane_id: str, text: str, *, clear: bool = False
+) -> None:
+    """Paste ``text`` into the pane and press Enter (``command_lines``)."""
+    await send_lines(client, command_lines(pane_id, text, clear=clear))
