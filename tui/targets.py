@@ -54,7 +54,7 @@ async def open_target(
     home: str | None = None
     ssh_host = choice.ssh or None
     if ssh_host is not None:
-        from tui.exec.ssh import SSHBackend
+        from tui.exec.ssh.backend import SSHBackend
 
         ssh_settings = settings.ssh.model_copy(update={"host": ssh_host})
         probe = SSHBackend.from_settings(ssh_settings)
