@@ -66,7 +66,7 @@ async def open_target(
         workspace = _remote_workspace(workspace, home)
         host = SSHBackend.from_settings(ssh_settings, default_cwd=str(workspace))
     elif choice.container:
-        from tui.exec.container import ContainerBackend
+        from tui.exec.container.backend import ContainerBackend
 
         host = ContainerBackend(choice.container, default_cwd=str(workspace))
         home = await _target_home(host)
