@@ -33,7 +33,7 @@ from tests.container_image import (
     start_container,
     write_containers_conf,
 )
-from tui.exec.container import ContainerBackend
+from tui.exec.container.backend import ContainerBackend
 
 Call = Callable[[], Awaitable[None]]
 

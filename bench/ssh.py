@@ -35,7 +35,7 @@ if str(ROOT) not in sys.path:  # run as a script: make ``tests`` and ``tui`` imp
 import asyncssh
 
 from tests.sshd import SshdUnavailable, SshServer
-from tui.exec.ssh import SSHBackend
+from tui.exec.ssh.backend import SSHBackend
 from tui.security.environment import reduced_environment
 from tui.security.settings import DEFAULT_ENV_ALLOWLIST
 

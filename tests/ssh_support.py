@@ -17,7 +17,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from tui.exec.ssh import SSHBackend
+from tui.exec.ssh.backend import SSHBackend
 
 DEADLINE = 10.0
 """Generous upper bound for anything that should happen 'soon' on a loaded CI machine."""

@@ -34,7 +34,9 @@ from tests.container_image import (
     start_container,
 )
 from tui.exec.backend import BackendError
-from tui.exec.container import ContainerBackend, ContainerProcess, detect_engine
+from tui.exec.container.backend import ContainerBackend
+from tui.exec.container.engine import detect_engine
+from tui.exec.container.process import ContainerProcess
 
 pytestmark = pytest.mark.skipif(
     podman_missing_reason() is not None, reason=podman_missing_reason() or ""

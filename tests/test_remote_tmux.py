@@ -36,7 +36,7 @@ from tests.tmux_helpers import SHELL, OutputWatch, needs_tmux
 from tui.config import Settings
 from tui.events import ToolCallStarted
 from tui.exec.backend import ExecutionBackend
-from tui.exec.container import ContainerBackend
+from tui.exec.container.backend import ContainerBackend
 from tui.exec.local import LocalBackend
 from tui.exec.tmux import lifecycle
 from tui.exec.tmux.backend import TmuxBackend

@@ -30,7 +30,7 @@ from tests.container_image import ENGINE, Container
 from tests.sshd import SshServer
 from tests.test_ssh_backend import make_backend, sshd
 from tui.exec.backend import ExecutionBackend
-from tui.exec.container import ContainerBackend
+from tui.exec.container.backend import ContainerBackend
 from tui.security.permissions import ApprovalMode
 from tui.security.policy import SecurityPolicy
 from tui.tools.builtin.catalog import builtin_tools

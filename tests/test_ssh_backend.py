@@ -31,7 +31,7 @@ from tests.ssh_support import (
 from tests.sshd import SshdUnavailable, SshServer
 from tui.events import ToolCallStarted, ToolOutputChunk
 from tui.exec.backend import BackendError
-from tui.exec.ssh import SSHBackend
+from tui.exec.ssh.backend import SSHBackend
 
 
 @pytest.fixture(scope="session")

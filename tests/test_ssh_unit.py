@@ -34,7 +34,9 @@ from tests.ssh_support import (
 )
 from tui.config import SshSettings
 from tui.exec.backend import BackendError
-from tui.exec.ssh import REMOTE_OWNED_ENV, SSHBackend, SSHTarget
+from tui.exec.ssh.backend import SSHBackend
+from tui.exec.ssh.command_line import REMOTE_OWNED_ENV
+from tui.exec.ssh.target import SSHTarget
 
 
 @pytest.fixture(params=["/bin/bash", "/bin/sh"], ids=["login-bash", "login-sh"])

@@ -54,7 +54,7 @@ async def open_target(
     home: str | None = None
     ssh_host = choice.ssh or None
     if ssh_host is not None:
-        from tui.exec.ssh import SSHBackend
+        from tui.exec.ssh.backend import SSHBackend
 
         ssh_settings = settings.ssh.model_copy(update={"host": ssh_host})
         probe = SSHBackend.from_settings(ssh_settings)
@@ -66,7 +66,7 @@ async def open_target(
         workspace = _remote_workspace(workspace, home)
         host = SSHBackend.from_settings(ssh_settings, default_cwd=str(workspace))
     elif choice.container:
-        from tui.exec.container import ContainerBackend
+        from tui.exec.container.backend import ContainerBackend
 
         host = ContainerBackend(choice.container, default_cwd=str(workspace))
         home = await _target_home(host)
