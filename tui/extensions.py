@@ -138,7 +138,8 @@ class Extensions:
             self.started.set()
 
     async def _load_spec(self, name: str) -> None:
-        from tui.tools.adapters.openapi.tools import OpenApiSpecError, build_openapi_toolset
+        from tui.tools.adapters.openapi.spec import OpenApiSpecError
+        from tui.tools.adapters.openapi.tools import build_openapi_toolset
 
         spec = self.settings.openapi[name]
         origin = self.loaded.origin(f"openapi.{name}.spec")
