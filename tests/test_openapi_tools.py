@@ -19,12 +19,11 @@ from tests.petstore_server import DEFAULT_API_KEY, DEFAULT_TOKEN, HUGE_BYTES, Pe
 from tui.config import OpenApiSpecSettings
 from tui.security.permissions import PermissionMode
 from tui.security.settings import SecuritySettings
+from tui.tools.adapters.openapi.spec import OpenApiSpecError, load_spec
 from tui.tools.adapters.openapi.tools import (
-    OpenApiSpecError,
     OpenApiToolset,
     build_openapi_tools,
     build_openapi_toolset,
-    load_spec,
     openapi_tools,
     openapi_toolset,
 )

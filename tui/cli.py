@@ -296,7 +296,8 @@ def cli_tools(workspace: Path, loaded: Any) -> tuple[list[Any], Any]:
     (``session.agent_tools``) for a session on this machine, and the backend they run on."""
     from tui.exec.local import LocalBackend
     from tui.session import agent_tools
-    from tui.tools.builtin.cron import CronStore, cron_tools
+    from tui.tools.builtin.cron import cron_tools
+    from tui.tools.builtin.cron_store import CronStore
 
     backend = LocalBackend(default_cwd=str(workspace))
     return agent_tools(loaded.settings, backend, workspace, cron_tools(CronStore())), backend

@@ -21,7 +21,8 @@ from tui.events import Event, Notice
 from tui.locations import data_dir
 from tui.security.own_environ import process_environ
 from tui.tools.adapters.mcp.config import load_project_servers
-from tui.tools.builtin.cron import CronStore, cron_tools
+from tui.tools.builtin.cron import cron_tools
+from tui.tools.builtin.cron_store import CronStore
 from tui.tools.builtin.tool_search import ToolSearchTool
 
 if TYPE_CHECKING:
@@ -138,7 +139,8 @@ class Extensions:
             self.started.set()
 
     async def _load_spec(self, name: str) -> None:
-        from tui.tools.adapters.openapi.tools import OpenApiSpecError, build_openapi_toolset
+        from tui.tools.adapters.openapi.spec import OpenApiSpecError
+        from tui.tools.adapters.openapi.tools import build_openapi_toolset
 
         spec = self.settings.openapi[name]
         origin = self.loaded.origin(f"openapi.{name}.spec")
