@@ -29,7 +29,7 @@ from tui.security.secrets import SECRET_PATHS
 if TYPE_CHECKING:
     from tree_sitter import Node
 
-ReadAgain = Callable[[str], tuple[list[SegmentRisk], "str | None"]]
+ReadAgain = Callable[[str], tuple[list[SegmentRisk], str | None]]
 """Parse and judge a string as shell code in the same place: its segments and parse error."""
 
 

@@ -39,6 +39,8 @@ class _Ctx:
 
 @dataclass(frozen=True)
 class _Task:
+    """One node still to visit, with what it inherits."""
+
     node: Node
     ctx: _Ctx
     redirects: tuple[Node, ...] = ()
@@ -73,6 +75,7 @@ class Walker:
         return self.child(code).run()
 
     def run(self) -> tuple[list[SegmentRisk], str | None]:
+        """The segments of the whole text, and the parser's error if it could not read it."""
         if not self.src.data.strip():
             return [], None
         data = self.src.data.replace(b"\x00", b" ")
