@@ -17,4 +17,11 @@ that matters: a person who is told "low" approves without reading. So this modul
 
 Each simple command is one segment, with its exact source text, because the policy grants and
 matches rules per segment: a person who allows ``touch a`` must not thereby allow ``rm -rf b``.
+
+The rooms, in the order a command flows through them: ``assess`` (the cached entry point) →
+``walk`` (the tree walk, one segment per simple command) → ``judge`` (one argv: wrappers,
+environment, shell strings) and ``redirects`` → ``dispatch`` (which rules speak for a program)
+→ ``rules/`` (one family a module, each reading a ``call.Call``). ``tables/`` holds the rating
+tables as plain data; ``verdict``, ``words``, ``source``, ``paths``, ``programs`` and
+``wrappers`` are the shared vocabulary below them all.
 """

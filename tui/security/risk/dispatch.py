@@ -9,7 +9,6 @@ from __future__ import annotations
 from tui.security.risk.call import Call, Rule
 from tui.security.risk.programs import SIMPLE, unvetted_path
 from tui.security.risk.rules import (
-    builtins,
     code,
     files,
     flags,
@@ -17,6 +16,7 @@ from tui.security.risk.rules import (
     git_repo,
     packages,
     platforms,
+    shell_builtins,
     system,
 )
 from tui.security.risk.tables.programs import ALSO_KNOWN, READ_ONLY
@@ -30,7 +30,7 @@ _FIRST: dict[str, Rule] = {
     **platforms.RULES,
     **packages.RULES,
 }
-_THEN: dict[str, Rule] = {**flags.RULES, **builtins.RULES, **git_repo.RULES}
+_THEN: dict[str, Rule] = {**flags.RULES, **shell_builtins.RULES, **git_repo.RULES}
 
 RULES: dict[str, tuple[Rule, ...]] = {
     name: tuple(rule for rule in (_FIRST.get(name), _THEN.get(name)) if rule is not None)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from tui.security.risk.context import RiskContext
 from tui.security.risk.judge import Judge
 from tui.security.risk.redirects import REDIRECTS, Redirections
-from tui.security.risk.rules.builtins import function_risk, is_sensitive, unset_risk
+from tui.security.risk.rules.shell_builtins import function_risk, is_sensitive, unset_risk
 from tui.security.risk.source import Source, parser
 from tui.security.risk.syntax import dangerous_word, describe_error, missing_segments
 from tui.security.risk.verdict import NO_STDIN, RISK_ORDER, SegmentRisk, Verdict, max_risk

@@ -5,7 +5,7 @@
 the shared shell for later (``printf -v PROMPT_COMMAND``, ``hash -p``, ``bind -x``), read
 secrets by recursing into a home folder (``grep -r x ~``) or run what a cloned repository's
 ``.git/config`` names (``git status`` with ``core.fsmonitor``). Each rule here looks at the
-flag, not the program's name. The shell builtins live in ``builtins``, git's history and
+flag, not the program's name. The shell builtins live in ``shell_builtins``, git's history and
 repository config in ``git_repo``; the dispatch runs these after a program's own rule.
 """
 
