@@ -11,14 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tui.security.risk import (
-    RISK_ORDER,
-    CommandRisk,
-    RiskContext,
-    SegmentRisk,
-    assess_command,
-    max_risk,
-)
+from tui.security.risk.assess import assess_command
+from tui.security.risk.context import RiskContext
+from tui.security.risk.verdict import RISK_ORDER, CommandRisk, SegmentRisk, max_risk
 
 # -- the dangerous corpus --------------------------------------------------------------------
 # Each must be rated "high": the issue names every family here as high.
@@ -667,7 +662,7 @@ def test_the_parser_only_ever_sees_ascii() -> None:
     """tree-sitter-bash feeds the current character to ``isalpha``, which reads out of bounds
     for code points above 255 (a segfault under fuzzing): non-ASCII must never reach it, and
     segment texts must still be exact slices of the original command."""
-    from tui.security.risk import _Source
+    from tui.security.risk.source import Source as _Source
 
     command = "echo 'héllo \U0007da26' && rm -rf \ud800dir"
     assert _Source(command).data.isascii()

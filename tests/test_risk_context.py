@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tui.security.risk import RiskContext, assess_command
+from tui.security.risk.assess import assess_command
+from tui.security.risk.context import RiskContext
 
 HOME = "/home/tester"
 AT_HOME = RiskContext(cwd=HOME, home=HOME, local=False)

@@ -21,7 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tui.security.risk import RISK_ORDER, CommandRisk, RiskContext, assess_command
+from tui.security.risk.assess import assess_command
+from tui.security.risk.context import RiskContext
+from tui.security.risk.verdict import RISK_ORDER, CommandRisk
 
 CORPUS = [
     json.loads(line)

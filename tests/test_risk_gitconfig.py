@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tui.security.risk import CommandRisk, RiskContext, assess_command
+from tui.security.risk.assess import assess_command
+from tui.security.risk.context import RiskContext
+from tui.security.risk.verdict import CommandRisk
 
 
 def _git(*args: str, cwd: Path) -> None:

@@ -37,14 +37,9 @@ from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.preview import call_preview
 from tui.security.ratelimit import RateLimiter
 from tui.security.reasons import mode_reason, rule_reason, secret_reason
-from tui.security.risk import (
-    RISK_ORDER,
-    CommandRisk,
-    Risk,
-    RiskContext,
-    assess_command,
-    max_risk,
-)
+from tui.security.risk.assess import assess_command
+from tui.security.risk.context import RiskContext
+from tui.security.risk.verdict import RISK_ORDER, CommandRisk, Risk, max_risk
 from tui.security.rules import Rule, covers_all, first_match, parse_rules
 from tui.security.settings import SecuritySettings
 from tui.security.trust import control_file

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from tui.security.access import ToolAccess
 from tui.security.permissions import ApprovalMode, PermissionMode
-from tui.security.risk import CommandRisk
+from tui.security.risk.verdict import CommandRisk
 from tui.security.rules import Rule
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import shlex
 
 from tui.exec.backend import BackendError
-from tui.security.risk import assess_command
+from tui.security.risk.assess import assess_command
 
 _TMUX_GLOBAL_WITH_ARG = {"-L", "-S", "-f", "-c", "-T"}
 _TMUX_FORBIDDEN = {"new-session", "new", "kill-server", "kill-session", "kill-window", "kill-pane"}

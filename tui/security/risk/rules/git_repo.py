@@ -1,23 +1,18 @@
 """Rules for git beyond its subcommand table: history that cannot be recovered, and the
 repository's own config, which can make a "read" like ``git status`` run a program.
-Registered by ``tui.security.risk_flags``.
+The dispatch runs it after git's subcommand rule.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from tui.security import risk as _r
 from tui.security.gitconfig import hazards_for, repo_config
-
-if TYPE_CHECKING:
-    from tui.security.risk import _Call
-
+from tui.security.risk.call import Call, Rule
+from tui.security.risk.source import shorten
 
 # -- classes 4 and 8: git config and history -------------------------------------------------
 
 
-def rule_git(call: _Call) -> None:
+def _rule_git(call: Call) -> None:
     """History loss, ``--ext-diff``, ``archive -o`` and the repository's config."""
     args = call.args
     index = 0
@@ -38,7 +33,7 @@ def rule_git(call: _Call) -> None:
     if index >= len(args) or args[index].value is None:
         return
     name = args[index].value or ""
-    sub = _r._Call(call.analysis, call.verdict, "git", "git", args[index + 1 :], call.stdin)
+    sub = Call(call.judge, call.verdict, "git", "git", args[index + 1 :], call.stdin)
     _history(sub, name)
     if sub.has_long("--ext-diff"):
         call.flag("medium", f"git {name} --ext-diff runs the external diff program configured")
@@ -47,7 +42,7 @@ def rule_git(call: _Call) -> None:
     _repository(call, name, elsewhere)
 
 
-def _history(sub: _Call, name: str) -> None:
+def _history(sub: Call, name: str) -> None:
     first = next(iter(sub.positional_values()), None)
     if name == "push" and (
         sub.has_short("fd")
@@ -81,25 +76,28 @@ def _history(sub: _Call, name: str) -> None:
         sub.flag("medium", "git update-ref -d deletes a ref")
 
 
-def _repository(call: _Call, name: str, elsewhere: bool) -> None:
+def _repository(call: Call, name: str, elsewhere: bool) -> None:
     """Judge the repository's own config: ``core.fsmonitor`` turns ``git status`` into a run."""
-    context = call.analysis.context
-    if context is None or not context.local or not call.analysis.cwd or elsewhere:
+    context = call.judge.context
+    if context is None or not context.local or not call.judge.cwd or elsewhere:
         why = "not checked"
-    elif call.analysis.moved:
+    elif call.judge.moved:
         why = "not checked (the command changes directory first)"
     else:
-        config = repo_config(call.analysis.cwd)
+        config = repo_config(call.judge.cwd)
         if config is None:
             return
         for hazard in hazards_for(config, name):
             call.flag(
                 "high",
                 f"repository config sets {hazard.key}: git {name} would run it "
-                f"({_r._short(hazard.source)})",
+                f"({shorten(hazard.source)})",
             )
         if config.checked:
             return
         why = "not fully checked (an include could not be read)"
     call.flag("medium", f"repository config {why}: git {name} may run programs it names")
     call.ro = False
+
+
+RULES: dict[str, Rule] = {"git": _rule_git}

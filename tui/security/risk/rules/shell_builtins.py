@@ -3,39 +3,28 @@
 ``printf -v PROMPT_COMMAND …``, ``read PS0``, ``hash -p /tmp/x ls``, ``alias ls=…``, ``trap``,
 ``enable -f``, ``complete -C``, ``bind -x``, ``set -o``/``shopt``: each plants code or changes
 what a later, separately approved command will do. A person approving ``ls`` later must get
-``ls``. Registered by ``tui.security.risk_flags``.
+``ls``. The dispatch runs these after a builtin's own rule, if it has one.
 """
 
 from __future__ import annotations
 
 import posixpath
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-from tui.security import risk as _r
-
-if TYPE_CHECKING:
-    from tui.security.risk import _Call
-
-
-def _names(text: str) -> frozenset[str]:
-    return frozenset(text.split())
+from tui.security.risk.call import Call, Rule
+from tui.security.risk.source import shorten
+from tui.security.risk.tables.programs import CODE_LOADING_VARS, COMMAND_VARS, SENSITIVE_VARS
+from tui.security.risk.verdict import Risk
+from tui.security.risk.words import plain_word
 
 
-SENSITIVE_VARS = _names(
-    "PS0 PS1 PS2 PS3 PS4 PROMPT PROMPT2 PROMPT3 PROMPT4 RPROMPT RPS1 RPS2 SPROMPT "
-    "PROMPT_COMMAND BASH_ENV ENV ZDOTDIR FPATH PATH IFS HISTFILE PRECMD_FUNCTIONS "
-    "PREEXEC_FUNCTIONS CHPWD_FUNCTIONS PERIODIC_FUNCTIONS ZSHADDHISTORY_FUNCTIONS "
-    "ZSHEXIT_FUNCTIONS CDPATH MANPATH"
-)
-"""Shell variables whose value later commands run, load or are found through."""
-
-
-def _is_sensitive(name: str) -> bool:
+def is_sensitive(name: str) -> bool:
+    """Does setting or unsetting this variable change what later commands run?"""
     upper = name.upper()
     return (
         upper in SENSITIVE_VARS
-        or upper in _r._CODE_LOADING_VARS
-        or upper in _r._COMMAND_VARS
+        or upper in CODE_LOADING_VARS
+        or upper in COMMAND_VARS
         or upper.startswith(("LD_", "DYLD_", "GIT_"))
     )
 
@@ -43,18 +32,18 @@ def _is_sensitive(name: str) -> bool:
 # -- class 3: builtins that change the shared shell for later --------------------------------
 
 
-def _assigns(call: _Call, name: str | None, how: str) -> None:
-    if name and _is_sensitive(name):
+def _assigns(call: Call, name: str | None, how: str) -> None:
+    if name and is_sensitive(name):
         call.flag("high", f"{how} sets {name}, which later commands run or are found through")
 
 
-def _rule_printf(call: _Call) -> None:
+def _rule_printf(call: Call) -> None:
     word = call.option_value("-v")
     if word is not None:
         _assigns(call, word.value or word.raw, "printf -v")
 
 
-def _rule_read(call: _Call) -> None:
+def _rule_read(call: Call) -> None:
     args = call.args
     index = 0
     names: list[str] = []
@@ -86,47 +75,47 @@ def _rule_read(call: _Call) -> None:
         _assigns(call, name, call.program)
 
 
-def _rule_hash(call: _Call) -> None:
+def _rule_hash(call: Call) -> None:
     word = call.option_value("-p")
     if word is not None:
-        call.flag("high", f"hash -p makes a command name run {_r._short(word.raw)} from now on")
+        call.flag("high", f"hash -p makes a command name run {shorten(word.raw)} from now on")
 
 
-def _rule_declare(call: _Call) -> None:
+def _rule_declare(call: Call) -> None:
     """``command export PROMPT_COMMAND=…``: a declaration reached through a wrapper."""
     for word in call.positionals():
         value = word.value if word.value is not None else word.approx
         name, eq, rest = value.partition("=")
         if eq:
-            call.analysis.judge_env(call.verdict, name, _r._word(rest))
-        elif _is_sensitive(name):
+            call.judge.judge_env(call.verdict, name, plain_word(rest))
+        elif is_sensitive(name):
             call.flag("medium", f"{call.program} {name} changes a variable later commands use")
     if call.key in ("export", "readonly") and call.has_short("f"):
         call.flag("medium", f"{call.program} -f hands shell functions to later commands")
 
 
-def _rule_alias_more(call: _Call) -> None:
+def _rule_alias_more(call: Call) -> None:
     for word in call.positionals():
         name, eq, _ = (word.value or word.raw).partition("=")
         if not eq:
             continue
-        if name in _r._KNOWN and name not in ("ll", "la", "l"):
+        if call.judge.knows(name) and name not in ("ll", "la", "l"):
             call.flag("high", f"alias {name} replaces the {name} command in this shell")
 
 
-def _rule_trap_more(call: _Call) -> None:
+def _rule_trap_more(call: Call) -> None:
     if not call.ro:
         call.flag("medium", "trap leaves shell code in this shell to run later")
 
 
-def _rule_enable(call: _Call) -> None:
+def _rule_enable(call: Call) -> None:
     if call.has_short("f"):
         call.flag("high", "enable -f loads a shared library into the shell")
     elif call.has_short("nd") and call.positionals():
         call.flag("medium", "enable -n switches builtins off, so other programs run instead")
 
 
-def _rule_complete(call: _Call) -> None:
+def _rule_complete(call: Call) -> None:
     command = call.option_value("-C")
     if command is not None:
         call.code([command], f"{call.program} -C runs a command for completions", "medium")
@@ -135,17 +124,17 @@ def _rule_complete(call: _Call) -> None:
         call.ro = False
 
 
-def _rule_bind(call: _Call) -> None:
+def _rule_bind(call: Call) -> None:
     command = call.option_value("-x")
     if command is not None:
         body = (command.value or command.approx).split(":", 1)[-1].strip().strip("\"'")
-        call.code([_r._word(body)], "bind -x runs a command on a key press", "medium")
+        call.code([plain_word(body)], "bind -x runs a command on a key press", "medium")
     elif call.positionals() or call.has_short("fmrux"):
         call.flag("medium", "bind changes what keys type or run in this shell")
         call.ro = False
 
 
-def _rule_set(call: _Call) -> None:
+def _rule_set(call: Call) -> None:
     values = call.values()
     if not values or values[0] == "--" or values in (["-o"], ["+o"]):
         return
@@ -155,45 +144,45 @@ def _rule_set(call: _Call) -> None:
         call.ro = False
 
 
-def _rule_shopt(call: _Call) -> None:
+def _rule_shopt(call: Call) -> None:
     if call.has_short("su") and call.positionals():
         call.flag("medium", "shopt changes how this shell runs later commands")
         call.ro = False
 
 
-def _rule_setopt(call: _Call) -> None:
+def _rule_setopt(call: Call) -> None:
     if call.args:
         call.flag("medium", f"{call.program} changes how this shell runs later commands")
     else:
         call.ro = True
 
 
-def _rule_umask(call: _Call) -> None:
+def _rule_umask(call: Call) -> None:
     if call.positionals():
         call.flag("medium", "umask changes the permissions of every file created later")
         call.ro = False
 
 
-def _rule_cd(call: _Call) -> None:
+def _rule_cd(call: Call) -> None:
     """Later relative paths and git's repository follow a ``cd``; follow it when literal."""
-    analysis = call.analysis
-    analysis.moved = True
+    judge = call.judge
+    judge.moved = True
     positionals = call.positionals()
     target = positionals[0].value if positionals else "~"
-    home = analysis.context.home if analysis.context is not None else None
+    home = judge.context.home if judge.context is not None else None
     if target is None or call.key != "cd":
-        analysis.cwd = None
+        judge.cwd = None
     elif target in ("~", "") or target.startswith("~/"):
-        analysis.cwd = (home + target[1:]) if home else None
+        judge.cwd = (home + target[1:]) if home else None
     elif target.startswith("/"):
-        analysis.cwd = posixpath.normpath(target)
-    elif analysis.cwd is not None and target != "-":
-        analysis.cwd = posixpath.normpath(posixpath.join(analysis.cwd, target))
+        judge.cwd = posixpath.normpath(target)
+    elif judge.cwd is not None and target != "-":
+        judge.cwd = posixpath.normpath(posixpath.join(judge.cwd, target))
     else:
-        analysis.cwd = None
+        judge.cwd = None
 
 
-def _rule_let(call: _Call) -> None:
+def _rule_let(call: Call) -> None:
     for word in call.args:
         name = (word.value or word.raw).split("=", 1)[0].strip()
         if "=" in (word.value or word.raw):
@@ -203,22 +192,23 @@ def _rule_let(call: _Call) -> None:
 def unset_risk(names: list[str]) -> str | None:
     """Why ``unset NAME`` changes later commands (``unset PATH``), or None."""
     for name in names:
-        if _is_sensitive(name):
+        if is_sensitive(name):
             return f"unset {name} changes how later commands are found or run"
     return None
 
 
-def function_risk(name: str) -> tuple[str, str]:
-    """The label and reason for defining a shell function called ``name``."""
+def function_risk(name: str, knows: Callable[[str], bool]) -> tuple[Risk, str]:
+    """The label and reason for defining a shell function called ``name``; ``knows`` says
+    whether the name is a program some rule speaks for."""
     hooks = ("precmd", "preexec", "chpwd", "periodic", "zshexit", "zshaddhistory")
-    if name in _r._KNOWN or name in hooks or name.startswith("TRAP"):
+    if knows(name) or name in hooks or name.startswith("TRAP"):
         return "high", f"defining {name}() replaces what {name} does in this shell from now on"
     if name == "command_not_found_handle":
         return "high", "command_not_found_handle runs for every mistyped command"
     return "medium", f"the shell function {name} stays defined in this shell"
 
 
-RULES: dict[str, _r._Rule] = {
+RULES: dict[str, Rule] = {
     "printf": _rule_printf,
     "read": _rule_read,
     "mapfile": _rule_read,
@@ -245,4 +235,4 @@ RULES: dict[str, _r._Rule] = {
     "popd": _rule_cd,
     "let": _rule_let,
 }
-"""Added after any rule ``tui.security.risk`` already has for the name."""
+"""Run after any rule the builtin has of its own (see ``dispatch``)."""

@@ -1,0 +1,1 @@
+"""The rules, one family a module: each judges a program by its arguments and input."""
