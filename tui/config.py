@@ -62,8 +62,8 @@ from tui.security.trust import (
     review_mcp_file,
     workspace_files,
 )
+from tui.spill import DEFAULT_DISK_CAP
 from tui.tools.loops import DEFAULT_NO_PROGRESS_REPEATS, DEFAULT_PING_PONG_CYCLES
-from tui.tools.spill import DEFAULT_DISK_CAP
 
 ENV_PREFIX = "AGENT_TUI_"
 ENV_NESTED_DELIMITER = "__"
