@@ -4,9 +4,8 @@ As in the peers, the message keeps the ``@path`` text and gains the file in a fe
 named by its path. The session reads it (``AgentSession.read_mentioned``) through the same
 guard as the agent's read tool (a secret, a NUL byte or, in workspace-only mode, a path outside
 the workspace is refused) and on its backend, so an SSH or container workspace reads its own
-file. What is attached is
-bounded per file and in total, with a note saying what was cut; whatever is not attached is
-said in the chat with the reason.
+file. What is attached is bounded per file and in total, with a note saying what was cut;
+whatever is not attached is said in the chat with the reason.
 """
 
 from __future__ import annotations
