@@ -18,8 +18,7 @@ from tests.conftest import make_harness
 from tests.scripted_server import ScriptedServer
 from tests.test_ui_app import app_for, send, shell_step, turn_done, until
 from tui.config import load_settings
-from tui.events import ApprovalRequested, ToolCallCompleted
-from tui.security.approval import ApprovalAnswer
+from tui.events import ApprovalAnswer, ApprovalRequested, ToolCallCompleted
 from tui.security.permissions import ApprovalMode
 from tui.security.settings import SecuritySettings
 from tui.session import AgentSession, build_session

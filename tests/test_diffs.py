@@ -15,9 +15,9 @@ from tui.diffs import (
     plain,
     unified_diff,
 )
-from tui.events import ApprovalRequested, ToolCallCompleted
+from tui.events import ApprovalAnswer, ApprovalRequested, ToolCallCompleted
 from tui.headless import HeadlessPrinter, TerminalApprover, terminal_diff
-from tui.security.approval import ApprovalAnswer, CallbackApprover
+from tui.security.approval import CallbackApprover
 from tui.security.permissions import ApprovalMode
 from tui.security.settings import SecuritySettings
 

@@ -32,9 +32,8 @@ from tests.test_headless_cli import (
     model_server,
 )
 from tests.test_loop import result_text, shell, tools_step
-from tui.events import ApprovalRequested, RiskSegmentView
+from tui.events import ApprovalDecision, ApprovalRequested, RiskSegmentView
 from tui.headless import TerminalApprover, parse_terminal_answer, visible
-from tui.security.approval import ApprovalDecision
 
 __all__ = ["cli", "model_server"]  # fixtures used here by name
 

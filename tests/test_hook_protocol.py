@@ -34,12 +34,13 @@ from tui.agent.hooks import (
 )
 from tui.config.sections.hooks import HookCommand
 from tui.events import (
+    ApprovalAnswer,
     ApprovalRequested,
     Event,
     ToolCallCompleted,
     ToolOutputChunk,
 )
-from tui.security.approval import ApprovalAnswer, CallbackApprover
+from tui.security.approval import CallbackApprover
 from tui.tools.result import ToolResult
 
 LOGGER = """\

@@ -17,7 +17,7 @@ from tests.test_ui_app import app_for, send, shell_step, turn_done, until
 from tui.config import load_settings
 from tui.events import ToolCallCompleted, ToolOutputChunk
 from tui.session import build_session
-from tui.tools.spill import DEFAULT_DISK_CAP, SPILL
+from tui.spill import DEFAULT_DISK_CAP, SPILL
 from tui.ui.tools.pager import OutputPager
 
 pytestmark = pytest.mark.timeout(180)

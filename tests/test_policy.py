@@ -9,11 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Harness, make_harness
-from tui.events import ApprovalRequested, ApprovalResolved
+from tui.events import ApprovalAnswer, ApprovalDecision, ApprovalRequested, ApprovalResolved
 from tui.security.approval import (
-    ApprovalAnswer,
     ApprovalBroker,
-    ApprovalDecision,
     CallbackApprover,
 )
 from tui.security.grants import GrantStore

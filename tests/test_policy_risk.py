@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.conftest import make_harness
 from tests.test_policy import ScriptedApprover
-from tui.security.approval import ApprovalAnswer
+from tui.events import ApprovalAnswer
 from tui.security.permissions import ApprovalMode
 
 

@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Harness
-from tui.events import ApprovalRequested
+from tui.events import ApprovalAnswer, ApprovalRequested
 from tui.exec.local import LocalBackend
 from tui.locations import config_dir
-from tui.security.approval import ApprovalAnswer
 from tui.security.permissions import ApprovalMode
 from tui.security.policy import SecurityPolicy
 from tui.security.settings import SecuritySettings

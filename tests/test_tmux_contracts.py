@@ -19,8 +19,8 @@ from tests.conftest import Harness, make_harness
 from tests.test_policy import ScriptedApprover
 from tests.test_tmux_tools import pane_of, tmux_backend
 from tests.tmux_helpers import OutputWatch, kill_server, needs_tmux, new_socket_name, tmux
+from tui.events import ApprovalAnswer
 from tui.exec.tmux.backend import TmuxBackend
-from tui.security.approval import ApprovalAnswer
 from tui.security.permissions import ApprovalMode
 
 pytestmark = needs_tmux

@@ -28,11 +28,16 @@ from tests.tmux_helpers import (
     tmux,
     tmux_backends,
 )
-from tui.events import ApprovalRequested, ToolCallCompleted, ToolCallStarted
+from tui.events import (
+    ApprovalAnswer,
+    ApprovalDecision,
+    ApprovalRequested,
+    ToolCallCompleted,
+    ToolCallStarted,
+)
 from tui.exec.backend import BackendError
 from tui.exec.tmux.backend import TmuxBackend
 from tui.exec.tmux.markers import find_markers
-from tui.security.approval import ApprovalAnswer, ApprovalDecision
 from tui.security.permissions import ApprovalMode
 from tui.ui.cwd import printable
 

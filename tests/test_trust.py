@@ -21,8 +21,8 @@ import pytest
 from tests.test_headless_cli import Cli, ServerProcess, cli, headless, model_server  # noqa: F401
 from tests.test_loop import shell, tools_step
 from tui.config import load_settings
+from tui.events import ApprovalAnswer
 from tui.locations import config_dir
-from tui.security.approval import ApprovalAnswer
 from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.policy import CallInfo, SecurityPolicy
 from tui.security.trust import control_file, save_trust

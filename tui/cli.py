@@ -375,7 +375,7 @@ def console() -> None:
     # they are installed; agent-tui never uses it, and without it httpx defines a stub.
     sys.modules.setdefault("httpx._main", None)  # type: ignore[assignment]
     code = main()
-    from tui.tools.spill import SPILL
+    from tui.spill import SPILL
 
     SPILL.flush(2.0)
     for stream in (sys.stdout, sys.stderr):

@@ -6,6 +6,7 @@ model with a literal ``kind``: it serialises to one JSON line and parses back un
 
 from __future__ import annotations
 
+import enum
 import time
 from typing import Annotated, Any, Literal
 
@@ -192,6 +193,41 @@ class ApprovalResolved(Event):
     decision: str
     message: str | None = None
     grant: str | None = None
+
+
+class ApprovalDecision(enum.Enum):
+    """The person's choice on an approval, as the modal or the headless prompt gives it."""
+
+    ALLOW_ONCE = "allow_once"
+    ALLOW_ALWAYS = "allow_always"
+    DENY = "deny"
+    DENY_WITH_MESSAGE = "deny_with_message"
+
+
+class ApprovalAnswer(BaseModel):
+    """What the person chose: the answer to an ``ApprovalRequested``, given by the UI (or the
+    headless prompt) and awaited by the policy. It never travels on the bus itself."""
+
+    decision: ApprovalDecision
+    message: str | None = None
+    """For deny-with-message: what the model reads instead of the output."""
+    pattern: str | None = None
+    """For allow-always: an edited ``prefix:*`` pattern; None grants the exact command."""
+    scope: Literal["session", "saved"] = "session"
+
+    @classmethod
+    def allow_once(cls) -> ApprovalAnswer:
+        return cls(decision=ApprovalDecision.ALLOW_ONCE)
+
+    @classmethod
+    def deny(cls, message: str | None = None) -> ApprovalAnswer:
+        if message:
+            return cls(decision=ApprovalDecision.DENY_WITH_MESSAGE, message=message)
+        return cls(decision=ApprovalDecision.DENY)
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision in (ApprovalDecision.ALLOW_ONCE, ApprovalDecision.ALLOW_ALWAYS)
 
 
 class Usage(Event):

@@ -20,6 +20,7 @@ from typing import Literal, TextIO
 from tui.diffs import DIFF_REPLACES, number_width, parse, plain_line
 from tui.events import (
     AgentNotice,
+    ApprovalAnswer,
     ApprovalRequested,
     ErrorEvent,
     Event,
@@ -29,7 +30,6 @@ from tui.events import (
     ToolCallSkipped,
     ToolCallStarted,
 )
-from tui.security.approval import ApprovalAnswer
 
 OutputFormat = Literal["text", "json", "stream-json"]
 

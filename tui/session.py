@@ -28,6 +28,7 @@ from tui.config import LoadedSettings, Settings
 from tui.events import Event, Notice, PaneSnapshot
 from tui.exec.backend import ExecutionBackend
 from tui.exec.local import LocalBackend
+from tui.exec.prompt_files import list_files, read_mentioned
 from tui.extensions import Extensions
 from tui.security.approval import ApprovalBroker, Approver
 from tui.security.grants import GrantStore
@@ -39,6 +40,7 @@ from tui.tools.loops import LoopMemory
 from tui.tools.registry import ToolRegistry
 from tui.tools.structured_output import StructuredOutputTool, load_json_schema
 from tui.tools.truncation import envelope
+from tui.views import GrantList
 
 ApproverFactory = Callable[[EventBus], Approver]
 
@@ -128,6 +130,34 @@ class AgentSession:
                 self.bus.publish(Notice(message=f"closing {tool.name}: {error}", level="warning"))
         await self.backend.close()
         self.transcript.close()
+
+    # -- what the UI's widgets ask of the session ------------------------------------------
+
+    async def read_mentioned(self, raw: str) -> bytes:
+        """An ``@path`` of a prompt, read on the target through the policy's path guard.
+
+        Raises:
+            PermissionDenied: the guard refuses it (a secret, or outside the workspace).
+            BackendError: the target could not read it.
+            OSError: a local path that is missing or not a regular file.
+        """
+        return await read_mentioned(self.backend, self.policy.paths, raw)
+
+    async def list_workspace_files(self) -> list[str]:
+        """The workspace's files on the target, for ``@`` completion: no secret is named."""
+        paths = self.policy.paths
+        return await list_files(self.backend, paths.workspace, paths, self.policy.command_env())
+
+    async def user_pane(self) -> str | None:
+        """One line on the person's own tmux pane; None when agent-tui is not inside tmux."""
+        from tui.exec.tmux.usertmux import user_pane  # libtmux only when asked
+
+        return await user_pane()
+
+    @property
+    def grants(self) -> GrantList:
+        """The "allow always" grants in force here, to list and revoke (``/grants``)."""
+        return self.policy.grants
 
 
 def repair_dangling_calls(messages: list[Message]) -> list[Message]:

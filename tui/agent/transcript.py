@@ -39,6 +39,7 @@ from tui.agent.providers.base import ImagePart, Message, ReasoningItem, ToolCall
 from tui.errors import AgentTuiError
 from tui.events import EVENT_ADAPTER, AnyEvent, Event
 from tui.locations import data_dir
+from tui.views import SessionInfo
 
 log = logging.getLogger(__name__)
 
@@ -151,23 +152,6 @@ class Transcript:
 
 
 # --------------------------------------------------------------------------- reading
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    """What ``agent-tui sessions`` shows, read without parsing every record."""
-
-    id: str
-    workspace: str
-    created: dt.datetime
-    updated: dt.datetime
-    """The file's modification time: the last thing recorded."""
-    preview: str
-    """The first user message, on one line, shortened."""
-    message_count: int
-    path: Path
-    provider: str = ""
-    model: str = ""
 
 
 @dataclass

@@ -7,46 +7,11 @@ The policy awaits an ``Approver``. The UI and the headless prompt are approvers;
 from __future__ import annotations
 
 import asyncio
-import enum
 import itertools
 from collections.abc import Awaitable, Callable
-from typing import Literal, Protocol
+from typing import Protocol
 
-from pydantic import BaseModel
-
-from tui.events import ApprovalRequested
-
-
-class ApprovalDecision(enum.Enum):
-    ALLOW_ONCE = "allow_once"
-    ALLOW_ALWAYS = "allow_always"
-    DENY = "deny"
-    DENY_WITH_MESSAGE = "deny_with_message"
-
-
-class ApprovalAnswer(BaseModel):
-    """What the person chose."""
-
-    decision: ApprovalDecision
-    message: str | None = None
-    """For deny-with-message: what the model reads instead of the output."""
-    pattern: str | None = None
-    """For allow-always: an edited ``prefix:*`` pattern; None grants the exact command."""
-    scope: Literal["session", "saved"] = "session"
-
-    @classmethod
-    def allow_once(cls) -> ApprovalAnswer:
-        return cls(decision=ApprovalDecision.ALLOW_ONCE)
-
-    @classmethod
-    def deny(cls, message: str | None = None) -> ApprovalAnswer:
-        if message:
-            return cls(decision=ApprovalDecision.DENY_WITH_MESSAGE, message=message)
-        return cls(decision=ApprovalDecision.DENY)
-
-    @property
-    def allowed(self) -> bool:
-        return self.decision in (ApprovalDecision.ALLOW_ONCE, ApprovalDecision.ALLOW_ALWAYS)
+from tui.events import ApprovalAnswer, ApprovalRequested
 
 
 class ApprovalUnavailable(Exception):

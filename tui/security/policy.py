@@ -18,13 +18,18 @@ from pathlib import Path
 from typing import Literal
 
 from tui.errors import PermissionDenied
-from tui.events import ApprovalRequested, ApprovalResolved, Event, RiskSegmentView
+from tui.events import (
+    ApprovalAnswer,
+    ApprovalDecision,
+    ApprovalRequested,
+    ApprovalResolved,
+    Event,
+    RiskSegmentView,
+)
 from tui.locations import config_dir, tool_output_dir
 from tui.security.access import ToolAccess
 from tui.security.approval import (
-    ApprovalAnswer,
     ApprovalBroker,
-    ApprovalDecision,
     ApprovalUnavailable,
     Approver,
     NoApprover,

@@ -60,10 +60,9 @@ from tui.ui.tools.panel import ToolPanel
 
 if TYPE_CHECKING:
     from tui.bus import Subscription
-    from tui.events import ApprovalRequested, Event
+    from tui.events import ApprovalAnswer, ApprovalRequested, Event
     from tui.exec.backend import ExecutionBackend
     from tui.extensions import Extensions
-    from tui.security.approval import ApprovalAnswer
     from tui.security.trust import WorkspaceTrust
     from tui.session import AgentSession
     from tui.ui.approval.modal import ApprovalScreen
@@ -470,7 +469,7 @@ class AgentApp(App[int]):
         if broker is None:
             return  # another approver (a test's, say) answers this session
         if self.auto_approve.active:
-            from tui.security.approval import ApprovalAnswer
+            from tui.events import ApprovalAnswer
 
             if broker.resolve(request.request_id, ApprovalAnswer.allow_once()):
                 self.auto_approve.answered += 1
@@ -558,7 +557,7 @@ class AgentApp(App[int]):
 
     @work(group="turn", exit_on_error=False, description="one agent turn")
     async def _submit(self, text: str) -> None:
-        attached = await attach_mentions(text, self.session.backend, self.session.policy.paths)
+        attached = await attach_mentions(text, self.session.read_mentioned)
         for note in attached.notes:
             self.chat.add_notice(note, level="warning")
         await self.session.submit(attached.text)
@@ -821,7 +820,7 @@ class AgentApp(App[int]):
         known = ", ".join(sorted(self.frames)) or "none yet"
         target = self.pane_target or "none"
         lines = [f"mirrored pane: {target} (panes seen: {known})"]
-        lines += await pane_info.pane_lines(self.session.backend)
+        lines += await pane_info.pane_lines(self.session)
         self.chat.add_notice("\n".join(lines))
 
     async def switch_session(self, resume: str | None) -> None:
@@ -971,9 +970,7 @@ class AgentApp(App[int]):
 
         from tui.ui.grants.screen import GrantsScreen, format_created
 
-        screen = GrantsScreen(
-            self.session.policy.grants, format_time=self.format_time or format_created
-        )
+        screen = GrantsScreen(self.session.grants, format_time=self.format_time or format_created)
         self.push_screen(screen, closed)
 
     @on(ToolBlockAction)

@@ -2,18 +2,21 @@
 
 The agent's shell lives in a tmux session of its own; a person may want to watch or join it
 from another terminal, or keep it past quitting. Everything is asked of the backend, which
-knows its socket and session; a backend without tmux has nothing to tell.
+knows its socket and session; a backend without tmux has nothing to tell. Where the person's
+own tmux pane is, the session tells (``AgentSession.user_pane``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tui.session import AgentSession
 
 
-async def pane_lines(backend: Any) -> list[str]:
+async def pane_lines(session: AgentSession) -> list[str]:
     """The session, the exact attach command, and the person's own tmux pane if any."""
-    from tui.exec.tmux.usertmux import user_pane
-
+    backend: Any = session.backend
     lines: list[str] = []
     attach = getattr(backend, "attach_command", None)
     if attach is not None:
@@ -25,7 +28,7 @@ async def pane_lines(backend: Any) -> list[str]:
         )
         lines.append(f"the agent's shell: tmux session {backend.default_session} ({fate})")
         lines.append(f"watch or join it from another terminal: {attach()}")
-    mine = await user_pane()
+    mine = await session.user_pane()
     if mine is not None:
         lines.append(mine)
     return lines

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from tui.config.sections import SECTION
+from tui.spill import DEFAULT_DISK_CAP
 
 DEFAULT_PING_PONG_CYCLES = 4
 """A B pairs with unchanged results before the model is told (ZeroClaw warns at 4)."""
@@ -18,10 +19,6 @@ DEFAULT_PING_PONG_CYCLES = 4
 
 DEFAULT_NO_PROGRESS_REPEATS = 3
 """Identical successful outputs of one call before the model is told (ZeroClaw: 3)."""
-
-
-DEFAULT_DISK_CAP = 1024**3
-"""Bytes of one output saved to disk (``[agent] output_disk_cap``)."""
 
 
 class AgentSettings(BaseModel):

@@ -5,7 +5,7 @@ A backend keeps only the head of a stream in memory (``tui.exec.streams.KEEP_LIM
 the tail of that head. Instead each stream is teed from the live sink: ``StreamSpool`` counts
 every character, keeps the true last ``keep_tail`` characters, and once the stream is longer
 than the model may read, writes everything to a file bounded by the disk cap
-(``tui.tools.spill.CappedSpill``). ``spooled_view`` then builds the model's head + tail with
+(``tui.spill.CappedSpill``). ``spooled_view`` then builds the model's head + tail with
 the real number of characters left out, the file's path, and what the disk cap cut.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui.locations import tool_output_dir
-from tui.tools.spill import CAP_SETTING, DEFAULT_DISK_CAP, CappedSpill, human_bytes
+from tui.spill import CAP_SETTING, DEFAULT_DISK_CAP, CappedSpill, human_bytes
 from tui.tools.truncation import Truncated, TruncationRule, safe_cut, spill_file_name
 
 

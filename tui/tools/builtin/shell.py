@@ -18,12 +18,12 @@ from tui.exec.tmux.guard import ShellGuardError
 from tui.exec.tmux.selectors import select_target
 from tui.exec.tmux.sessions import NotOurs
 from tui.security.permissions import PermissionMode
+from tui.spill import DEFAULT_DISK_CAP, SPILL
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.builtin.durations import FORMS, parse_duration
 from tui.tools.builtin.full_output import StreamSpool, spooled_view
 from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
-from tui.tools.spill import DEFAULT_DISK_CAP, SPILL
 from tui.tools.truncation import TruncationRule, truncate
 
 STREAM_RULE = TruncationRule.head(4000, keep_tail=1000)

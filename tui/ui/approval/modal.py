@@ -26,9 +26,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, RadioButton, RadioSet, Static
 
 from tui.diffs import plain
-from tui.events import ApprovalRequested
+from tui.events import ApprovalAnswer, ApprovalDecision, ApprovalRequested
 from tui.locations import styles_dir
-from tui.security.approval import ApprovalAnswer, ApprovalDecision
 from tui.ui.approval.diff_body import approval_diff_body, shown_arguments
 from tui.ui.cwd import printable
 

@@ -1,8 +1,8 @@
 """What is allowed always, and the key to take it back.
 
 "Don't ask again" is only safe when a person can see every standing grant and revoke any of
-them: this screen lists ``policy.grants.list()`` (session grants first, then saved ones with
-the workspace they apply to) and revokes the highlighted one with ``d``.
+them: this screen lists the session's grants (session grants first, then saved ones with the
+workspace they apply to) and revokes the highlighted one with ``d``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static
 
 from tui.locations import styles_dir
-from tui.security.grants import Grant, GrantStore
+from tui.views import GrantList, GrantView
 
 Formatter = Callable[[float], str]
 
@@ -38,12 +38,12 @@ class GrantsScreen(ModalScreen[int]):
         Binding("escape,q", "close", "Close"),
     ]
 
-    def __init__(self, grants: GrantStore, *, format_time: Formatter = format_created) -> None:
+    def __init__(self, grants: GrantList, *, format_time: Formatter = format_created) -> None:
         super().__init__()
         self.grants = grants
         self.format_time = format_time
         self.revoked: list[str] = []
-        self._rows: list[Grant] = []
+        self._rows: list[GrantView] = []
 
     def compose(self) -> ComposeResult:
         with Vertical(id="grants-box") as box:
@@ -77,7 +77,7 @@ class GrantsScreen(ModalScreen[int]):
     def refill(self) -> None:
         table = self.query_one(DataTable)
         table.clear()
-        self._rows = self.grants.list()
+        self._rows = list(self.grants.list())
         for grant in self._rows:
             where = "every workspace" if grant.workspace == "*" else grant.workspace
             if self.narrow:
@@ -117,18 +117,34 @@ class GrantsScreen(ModalScreen[int]):
 
 
 if __name__ == "__main__":
-    from pathlib import Path
+    import time
+    from dataclasses import dataclass, field
 
     from textual.app import App
 
-    from tui.security.rules import Rule
+    @dataclass
+    class _Grant:
+        rule: str
+        scope: str = "session"
+        workspace: str = "*"
+        created: float = field(default_factory=time.time)
 
-    store = GrantStore(Path.cwd())
-    store.add(Rule.parse("run_shell(git status)"))
-    store.add(Rule.parse("run_shell(npm test:*)"))
+    @dataclass
+    class _Grants:
+        rows: list[_Grant]
+
+        def list(self) -> list[_Grant]:
+            return self.rows
+
+        def revoke(self, rule_text: str) -> bool:
+            kept = [row for row in self.rows if row.rule != rule_text]
+            revoked, self.rows = len(kept) < len(self.rows), kept
+            return revoked
+
+    demo = _Grants([_Grant("run_shell(git status)"), _Grant("run_shell(npm test:*)", "saved")])
 
     class _Demo(App[None]):
         def on_mount(self) -> None:
-            self.push_screen(GrantsScreen(store), lambda n: self.exit())
+            self.push_screen(GrantsScreen(demo), lambda n: self.exit())
 
     _Demo().run()

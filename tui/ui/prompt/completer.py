@@ -51,10 +51,7 @@ class SessionSource:
 
     def __init__(self, session: AgentSession) -> None:
         self.session = session
-        policy = session.policy
-        self.files = FileCache(
-            session.backend, policy.paths.workspace, policy.paths, policy.command_env()
-        )
+        self.files = FileCache(session.list_workspace_files)
 
     async def paths(self) -> list[str]:
         return await self.files.files()

@@ -1,27 +1,30 @@
 """``@path`` in a prompt: the file is read through the policy and appended to the message.
 
 As in the peers, the message keeps the ``@path`` text and gains the file in a fenced block
-named by its path. The read goes through the same guard as the agent's read tool (a secret, a
-NUL byte or, in workspace-only mode, a path outside the workspace is refused) and through the
-session's backend, so an SSH or container workspace reads its own file. What is attached is
-bounded per file and in total, with a note saying what was cut; whatever is not attached is
-said in the chat with the reason.
+named by its path. The session reads it (``AgentSession.read_mentioned``) through the same
+guard as the agent's read tool (a secret, a NUL byte or, in workspace-only mode, a path outside
+the workspace is refused) and on its backend, so an SSH or container workspace reads its own
+file. What is attached is bounded per file and in total, with a note saying what was cut;
+whatever is not attached is said in the chat with the reason.
 """
 
 from __future__ import annotations
 
 import re
-import stat
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tui.errors import AgentTuiError
-from tui.exec.backend import BackendError, ExecutionBackend
-from tui.security.paths import PathGuard
 
 PER_FILE = 64 * 1024
 TOTAL = 256 * 1024
 _MENTION = re.compile(r"(?:(?<=\s)|^)@([^\s@`]+)")
+
+MentionReader = Callable[[str], Awaitable[bytes]]
+"""Reads the file an ``@path`` names, or raises: ``AgentTuiError`` (refused, or the target
+failed), ``FileNotFoundError``/``NotADirectoryError`` (no such file), ``IsADirectoryError``
+(not a regular file), another ``OSError`` (unreadable)."""
 
 
 @dataclass
@@ -44,16 +47,7 @@ def _fence(body: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-async def _read(backend: ExecutionBackend, guard: PathGuard, raw: str) -> bytes:
-    path = guard.resolve(raw)  # raises PermissionDenied for a secret
-    if guard.local:
-        info = path.stat()  # FileNotFoundError when missing
-        if not stat.S_ISREG(info.st_mode):
-            raise IsADirectoryError(raw)
-    return await backend.read_file(str(path))
-
-
-async def attach_mentions(text: str, backend: ExecutionBackend, guard: PathGuard) -> Attached:
+async def attach_mentions(text: str, read: MentionReader) -> Attached:
     """``text`` with each readable ``@path`` appended (bounded), and notes on the rest."""
     result = Attached(text)
     budget = TOTAL
@@ -63,7 +57,7 @@ async def attach_mentions(text: str, backend: ExecutionBackend, guard: PathGuard
             result.notes.append(f"@{raw} not attached: the {TOTAL // 1024} KB total is used up")
             continue
         try:
-            data = await _read(backend, guard, raw)
+            data = await read(raw)
         except AgentTuiError as error:
             result.notes.append(f"@{raw} not attached: {error.msg}")
             continue
@@ -75,7 +69,7 @@ async def attach_mentions(text: str, backend: ExecutionBackend, guard: PathGuard
         except IsADirectoryError:
             result.notes.append(f"@{raw} not attached: not a regular file")
             continue
-        except (PermissionError, BackendError, OSError) as error:
+        except OSError as error:
             result.notes.append(f"@{raw} not attached: {error}")
             continue
         if b"\0" in data[:8192]:

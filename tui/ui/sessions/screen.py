@@ -9,8 +9,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static
 
-from tui.agent.transcript import SessionInfo
 from tui.locations import styles_dir
+from tui.views import SessionInfo
 
 
 class SessionsScreen(ModalScreen[str | None]):

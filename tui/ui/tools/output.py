@@ -5,7 +5,7 @@ says so. The moment it first has to drop something, it starts a spill file with 
 had and appends every later chunk, so the pager can always show the whole stream even though
 the widget holds only its tail. Spill writes go through one background thread, never the
 event loop, and stop at the disk cap (``spill_cap``); a file cut there ends with a line saying
-so (``tui.tools.spill.CappedSpill``).
+so (``tui.spill.CappedSpill``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tui.tools.spill import DEFAULT_DISK_CAP, SPILL, CappedSpill, human_bytes
-from tui.tools.spill import text_size as _size
+from tui.spill import DEFAULT_DISK_CAP, SPILL, CappedSpill, human_bytes
+from tui.spill import text_size as _size
 
 MAX_LINES = 1000
 MAX_BYTES = 128 * 1024

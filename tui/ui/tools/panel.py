@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.widgets import Static
 
-from tui.tools.spill import DEFAULT_DISK_CAP
+from tui.spill import DEFAULT_DISK_CAP
 from tui.ui.follow import TailFollowing
 from tui.ui.tools.block import ToolBlock, ToolCallState
 from tui.ui.tools.output import OutputBuffer

@@ -8,8 +8,6 @@ focused button, Esc and ``n`` all refuse; only ``t`` or the Trust button accept.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -19,9 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from tui.locations import styles_dir
-
-if TYPE_CHECKING:
-    from tui.security.trust import HeldChange, WorkspaceTrust
+from tui.views import HeldChangeView, TrustView
 
 GROUPS = (
     ("runs", "Runs programs on your machine"),
@@ -30,7 +26,7 @@ GROUPS = (
 )
 
 
-def describe_trust(trust: WorkspaceTrust) -> Text:
+def describe_trust(trust: TrustView) -> Text:
     """The list the screen shows, grouped by what each change could do to you."""
     text = Text()
     files = ", ".join(str(path) for path in trust.files)
@@ -55,7 +51,7 @@ def describe_trust(trust: WorkspaceTrust) -> Text:
     return text
 
 
-def _line(text: Text, change: HeldChange) -> None:
+def _line(text: Text, change: HeldChangeView) -> None:
     text.append("  • ")
     text.append(change.key, "bold")
     text.append(f"  {change.effect}\n")
@@ -71,7 +67,7 @@ class TrustScreen(ModalScreen[bool]):
         Binding("n,escape", "refuse", "Don't trust"),
     ]
 
-    def __init__(self, trust: WorkspaceTrust) -> None:
+    def __init__(self, trust: TrustView) -> None:
         super().__init__()
         self.trust = trust
 

@@ -7,6 +7,9 @@ disk cap (``[agent] output_disk_cap``, 1 GiB by default), so a runaway command c
 disk; and both end a file that hit the cap with a line saying so and how much was not saved,
 so a reader of the file (a person in the pager, the model with ``read_file``) never mistakes a
 cut file for the whole output.
+
+It sits on the ground floor, needing only the standard library, because both the tools and
+the UI write through it and neither may reach into the other.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from tui.config.sections.agent import DEFAULT_DISK_CAP
-
+DEFAULT_DISK_CAP = 1024**3
+"""Bytes of one output saved to disk (``[agent] output_disk_cap``)."""
 CAP_SETTING = "[agent] output_disk_cap"
 
 
