@@ -7,8 +7,7 @@ the ``ExecutionBackend``, a coordinator over ``clients`` (control clients by ses
 pane), ``jobs`` (a command's life), ``pane_io`` (capture and keys), ``managed`` (the tools'
 sessions and panes) and ``feed`` (pane output to panes and listeners); ``mirror`` streams one
 pane's screen to the UI.
+
+Nothing is imported here: the tmux tools' small helpers (``guard``, ``selectors``) are loaded
+by every run, the backend only by runs that use tmux.
 """
-
-from tui.exec.tmux.backend import TmuxBackend
-
-__all__ = ["TmuxBackend"]
