@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import fcntl
-import json
 import os
 import pty
 import select
@@ -38,11 +37,11 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: make ``tests.scripted_server`` importable
 
+from bench.loop import parallel_script
 from tests.scripted_server import RecordedRequest, ScriptedServer
 
 AGENT_TUI = str(Path(sys.executable).with_name("agent-tui"))
@@ -196,22 +195,6 @@ def whole(command: list[str], workspace: Path, env: dict[str, str]) -> float:
     if done.returncode != 0:
         raise SystemExit(f"{command[0]} failed ({done.returncode}): {done.stderr[-400:]!r}")
     return elapsed
-
-
-def parallel_script(turns: int, width: int) -> list[dict[str, Any]]:
-    steps: list[dict[str, Any]] = []
-    for turn in range(turns):
-        calls = [
-            {
-                "id": f"call_{turn}_{i}",
-                "name": "run_shell",
-                "arguments": json.dumps({"command": f"sleep 1 # {turn}.{i}"}),
-            }
-            for i in range(width)
-        ]
-        steps.append({"tool_calls": calls})
-    steps.append({"text": "slept"})
-    return steps
 
 
 def import_costs(command: list[str], workspace: Path, env: dict[str, str]) -> dict[str, float]:
