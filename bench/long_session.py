@@ -38,7 +38,7 @@ from tui.agent.context_window import message_chars
 from tui.agent.transcript import SessionStore
 from tui.config import load_settings
 from tui.events import Compacted, Event
-from tui.session import build_session
+from tui.wiring import build_session
 
 
 @dataclass

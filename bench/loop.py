@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))  # run as a script: make ``tests.scripted_server``
 
 from tests.scripted_server import ScriptedServer
 from tui.config import load_settings
-from tui.session import build_session
+from tui.wiring import build_session
 
 SHELL = "bash"
 

@@ -75,8 +75,8 @@ def _percentile(values: list[float], fraction: float) -> float:
 
 def _make_app(workspace: Path) -> Any:
     from tui.config import load_settings
-    from tui.session import build_session
     from tui.ui.app import AgentApp
+    from tui.wiring import build_session
 
     loaded = load_settings(
         workspace, overrides={"provider": {"name": "openai", "model": "bench"}}, env={}
@@ -128,7 +128,7 @@ async def first_paint_in_process(workspace: Path) -> tuple[float, float]:
 
     async def builder() -> Any:
         from tui.config import load_settings
-        from tui.session import build_session
+        from tui.wiring import build_session
 
         loaded = load_settings(
             workspace, overrides={"provider": {"name": "openai", "model": "bench"}}, env={}

@@ -21,8 +21,9 @@ from tui.config import load_settings
 from tui.events import ApprovalAnswer, ApprovalRequested, ToolCallCompleted
 from tui.security.permissions import ApprovalMode
 from tui.security.settings import SecuritySettings
-from tui.session import AgentSession, build_session
+from tui.session import AgentSession
 from tui.ui.approval.modal import ApprovalScreen
+from tui.wiring import build_session
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -43,8 +43,9 @@ from tui.agent.providers.context_errors import classify
 from tui.agent.transcript import SessionStore
 from tui.config import load_settings
 from tui.events import Compacted, Notice, TurnEnded
-from tui.session import AgentSession, build_session
+from tui.session import AgentSession
 from tui.tools.truncation import envelope
+from tui.wiring import build_session
 
 Api = Literal["openai", "anthropic", "openai-responses"]
 RESPONSES = "openai-responses"

@@ -26,7 +26,8 @@ from tests.test_loop import (
 )
 from tui.config import load_settings
 from tui.events import Notice, ScheduledJobFinished
-from tui.session import AgentSession, build_session, trust_workspace
+from tui.session import AgentSession, trust_workspace
+from tui.wiring import build_session
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DEADLINE = 30.0

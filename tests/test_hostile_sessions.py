@@ -33,8 +33,9 @@ from tui.agent.transcript import SessionStore
 from tui.config import load_settings
 from tui.events import parse_event
 from tui.security.approval import NoApprover
-from tui.session import AgentSession, build_session
+from tui.session import AgentSession
 from tui.tools.truncation import envelope
+from tui.wiring import build_session
 
 DEADLINE = 15.0
 

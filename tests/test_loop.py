@@ -44,7 +44,8 @@ from tui.events import (
     UserMessage,
 )
 from tui.security.approval import NoApprover
-from tui.session import AgentSession, build_session
+from tui.session import AgentSession
+from tui.wiring import build_session
 
 Api = Literal["openai", "anthropic"]
 DEADLINE = 15.0

@@ -40,7 +40,8 @@ from tests.test_loop import (
 )
 from tui.config import load_settings
 from tui.events import ToolCallCompleted, ToolCallStarted
-from tui.session import AgentSession, build_session
+from tui.session import AgentSession
+from tui.wiring import build_session
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from tests.scripted_server import ScriptedServer
 from tests.test_ui_app import app_for, send, shell_step, turn_done, until
 from tui.config import load_settings
 from tui.events import ToolCallCompleted, ToolOutputChunk
-from tui.session import build_session
 from tui.spill import DEFAULT_DISK_CAP, SPILL
 from tui.ui.tools.pager import OutputPager
+from tui.wiring import build_session
 
 pytestmark = pytest.mark.timeout(180)
 

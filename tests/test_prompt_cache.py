@@ -22,7 +22,8 @@ from tests.scripted_server import RecordedRequest, ScriptedServer
 from tests.test_loop import Recorder, check_request, shell, submit, tools_step
 from tui.config import load_settings
 from tui.events import Usage
-from tui.session import AgentSession, build_session
+from tui.session import AgentSession
+from tui.wiring import build_session
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -24,13 +24,14 @@ from tui.events import Event
 from tui.exec.backend import BackendError
 from tui.exec.local import LocalBackend
 from tui.security.rules import Rule
-from tui.session import AgentSession, build_session
+from tui.session import AgentSession
 from tui.ui.app import AgentApp
 from tui.ui.approval.modal import ApprovalScreen
 from tui.ui.grants.screen import GrantsScreen
 from tui.ui.messages import BusBatch
 from tui.ui.mirror.keys import Typed, coalesce
 from tui.ui.mirror.pane import PaneMirror
+from tui.wiring import build_session
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -611,7 +612,7 @@ async def test_the_session_is_built_after_the_first_frame(workspace: Path) -> No
 
 
 async def test_a_session_that_cannot_be_built_ends_the_app_with_the_reason() -> None:
-    from tui.ui.app import StartupError
+    from tui.session import StartupError
 
     async def builder() -> tuple[AgentSession, None]:
         raise StartupError("cannot reach prod: connection refused", exit_code=1)

@@ -23,13 +23,14 @@ from textual.selection import Selection
 from tests.scripted_server import ScriptedServer
 from tests.test_ui_app import send, shell_step, turn_done, until
 from tui.config import ConfigError, load_settings
-from tui.session import AgentSession, build_session
+from tui.session import AgentSession
 from tui.ui.app import AgentApp
 from tui.ui.clipboard import MAX_COPY_CHARS, osc52
 from tui.ui.messages import PromptSubmitted
 from tui.ui.notify import clean, desktop_sequences
 from tui.ui.selectable import MAX_SELECTED_LINES, selected_text
 from tui.ui.tools.pager import LinesView, OutputPager
+from tui.wiring import build_session
 
 pytestmark = pytest.mark.timeout(60)
 

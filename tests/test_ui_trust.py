@@ -11,11 +11,11 @@ import pytest
 
 from tests.scripted_server import ScriptedServer
 from tests.test_ui_app import send, until
-from tui.cli import build_parser
+from tui.cli import build_parser, make_app
 from tui.config import USER_CONFIG_NAME
 from tui.locations import config_dir
 from tui.security.permissions import ApprovalMode
-from tui.ui.app import AgentApp, make_app
+from tui.ui.app import AgentApp
 from tui.ui.trust.screen import TrustScreen
 
 pytestmark = pytest.mark.timeout(60)

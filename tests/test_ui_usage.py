@@ -12,9 +12,9 @@ import pytest
 from tests.scripted_server import ScriptedServer
 from tests.test_ui_app import send, turn_done, until
 from tui.config import load_settings
-from tui.session import build_session
 from tui.ui.app import AgentApp
 from tui.ui.status.bar import StatusInfo, render_status
+from tui.wiring import build_session
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -342,7 +342,7 @@ async def test_searxng_json_results(workspace: Path, server: str) -> None:
 
 def test_search_url_comes_from_config(tmp_path: Path) -> None:
     from tui.config import load_settings
-    from tui.session import build_session
+    from tui.wiring import build_session
 
     workspace = tmp_path / "ws"
     workspace.mkdir()

@@ -16,11 +16,19 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui import __version__
+
+if TYPE_CHECKING:
+    from tui.config import LoadedSettings
+    from tui.exec.backend import ExecutionBackend
+    from tui.security.trust import WorkspaceTrust
+    from tui.session import AgentSession, SessionFactory
+    from tui.targets import Target
+    from tui.ui.app import AgentApp
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -187,9 +195,10 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
     from tui.events import Notice
     from tui.exec.backend import BackendError
     from tui.headless import HeadlessPrinter
-    from tui.session import build_session, describe_outcome
+    from tui.session import describe_outcome
     from tui.targets import TargetChoice, open_target
     from tui.tools.structured_output import JsonSchemaError
+    from tui.wiring import build_session
 
     try:
         # A remote workspace names a folder there: settings come from this machine's cwd.
@@ -272,12 +281,133 @@ def approver_for(workspace: Path, mode: str) -> Any:
 
 
 def run_app(workspace: Path, args: argparse.Namespace) -> int:
+    """``agent-tui`` with no prompt: paint first, then settings, target and session."""
     try:
-        from tui.ui.app import run as run_tui
+        app = make_app(workspace, args)
     except ImportError:
         build_parser().print_help()
         return EXIT_USAGE
-    return run_tui(workspace, args)
+    app.run()
+    return int(app.return_code or 0)
+
+
+def make_app(workspace: Path, args: argparse.Namespace, **options: Any) -> AgentApp:
+    """The app for ``agent-tui`` with no prompt, its session opened after the first frame.
+
+    The target follows ``--ssh``/``--container``/``--tmux`` as in headless mode, except that
+    tmux is used by default when the target has it (a person is watching: the pane mirror and
+    take-over need it). A bad config file or an unknown ``--resume`` id ends the app with exit
+    code 2, an unreachable target with 1, each with the same one-line reason as headless mode.
+    """
+    from tui.locations import data_dir
+    from tui.ui.app import AgentApp
+
+    opening = AppSessions(workspace, args)
+    options.setdefault("history_path", data_dir() / "prompt-history.jsonl")
+    app = AgentApp(builder=opening.open, **options)
+    opening.ask_trust = app.ask_trust
+    app.reload_settings = opening.reload_settings
+    return app
+
+
+class AppSessions:
+    """The app's sessions, built from the flags: the first after the first frame, then one per
+    ``/clear``, ``/resume`` or ``/trust`` on the same target.
+
+    Args:
+        workspace: The workspace (a folder on the target when remote).
+        args: The parsed flags.
+    """
+
+    def __init__(self, workspace: Path, args: argparse.Namespace) -> None:
+        self.workspace = workspace
+        self.args = args
+        self.loaded: LoadedSettings | None = None
+        """The settings the next session is built with."""
+        self.ask_trust: Callable[[WorkspaceTrust], Awaitable[bool]] | None = None
+        """Asks the person whether to trust the workspace's files (the app's trust screen)."""
+        self._target: Target | None = None
+
+    def _load(self) -> LoadedSettings:
+        # In a thread: these imports (pydantic models, the command parser, providers) are
+        # most of the start-up time and must not hold the first frame back.
+        from tui.config import ConfigError
+        from tui.session import StartupError
+
+        args = self.args
+        remote = bool(getattr(args, "ssh", None) or getattr(args, "container", None))
+        try:
+            return load(Path.cwd() if remote else self.workspace, args)
+        except ConfigError as error:
+            raise StartupError(error.msg) from None
+
+    async def reload_settings(self) -> None:
+        """After ``/trust``: the next session reads the settings as they now apply."""
+        self.loaded = await asyncio.to_thread(self._load)
+
+    async def open(self) -> tuple[AgentSession, SessionFactory]:
+        """The first session and the factory of the later ones (a ``SessionOpener``)."""
+        loaded = await asyncio.to_thread(self._load)
+        from tui.session import StartupError, trust_workspace, untrusted_notice
+
+        if (
+            loaded.trust.pending
+            and self.ask_trust is not None
+            and await self.ask_trust(loaded.trust)
+        ):
+            await asyncio.to_thread(trust_workspace, loaded)
+            loaded = await asyncio.to_thread(self._load)
+        self.loaded = loaded
+        from tui.agent.transcript import SessionNotFound
+        from tui.exec.backend import BackendError
+        from tui.targets import TargetChoice, open_target
+        from tui.tools.structured_output import JsonSchemaError
+        from tui.wiring import build_session
+
+        args = self.args
+        choice = TargetChoice(
+            ssh=getattr(args, "ssh", None),
+            container=getattr(args, "container", None),
+            tmux=getattr(args, "tmux", None),
+        )
+        try:
+            target = await open_target(choice, loaded.settings, self.workspace, interactive=True)
+        except BackendError as error:
+            raise StartupError(error.msg, exit_code=1) from None
+        self._target = target
+        try:
+            session = build_session(
+                target.workspace,
+                loaded,
+                resume=getattr(args, "resume", None),
+                continue_latest=bool(getattr(args, "continue_latest", False)),
+                backend=target.backend,
+                local_paths=target.local_paths,
+                target_home=target.home,
+            )
+        except (SessionNotFound, JsonSchemaError) as error:
+            await target.backend.close()
+            raise StartupError(error.msg) from None
+        # Published before the app listened: shown when the session is attached.
+        session.warnings.extend(target.notices)
+        if loaded.trust.pending:
+            session.warnings.insert(0, untrusted_notice(loaded.trust))
+        return session, self.session_on
+
+    def session_on(self, resume: str | None, backend: ExecutionBackend) -> AgentSession:
+        """A new (``None``) or resumed session on ``backend`` (a ``SessionFactory``)."""
+        from tui.wiring import build_session
+
+        target, loaded = self._target, self.loaded
+        assert target is not None and loaded is not None  # opened first
+        return build_session(
+            target.workspace,
+            loaded,
+            resume=resume,
+            backend=backend,
+            local_paths=target.local_paths,
+            target_home=target.home,
+        )
 
 
 def list_sessions(workspace: Path) -> int:
@@ -295,9 +425,9 @@ def cli_tools(workspace: Path, loaded: Any) -> tuple[list[Any], Any]:
     """The tool set of ``agent-tui tools`` and ``agent-tui tool``: the agent's own
     (``session.agent_tools``) for a session on this machine, and the backend they run on."""
     from tui.exec.local import LocalBackend
-    from tui.session import agent_tools
     from tui.tools.builtin.cron import cron_tools
     from tui.tools.builtin.cron_store import CronStore
+    from tui.wiring import agent_tools
 
     backend = LocalBackend(default_cwd=str(workspace))
     return agent_tools(loaded.settings, backend, workspace, cron_tools(CronStore())), backend

@@ -7,47 +7,55 @@ approvals, read the bus.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import itertools
+import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tui.agent.execution import ToolPlan
-from tui.agent.hooks import Hooks
 from tui.agent.live_settings import LiveSettings
-from tui.agent.loop import AgentLoop, LoopSettings, TurnOutcome
-from tui.agent.named_subagents import build_named_subagents
-from tui.agent.prompt import build_system_prompt
-from tui.agent.providers.base import Message, Provider, ProviderError
-from tui.agent.providers.factory import make_provider
+from tui.agent.loop import AgentLoop, TurnOutcome
+from tui.agent.providers.base import Provider, ProviderError
 from tui.agent.scheduler import JobOutcome
-from tui.agent.subagent import SubAgentTool
-from tui.agent.transcript import SessionStore, Transcript
+from tui.agent.transcript import SessionInfo, SessionStore, Transcript
 from tui.bus import EventBus
-from tui.config import LoadedSettings, Settings
-from tui.events import Event, Notice, PaneSnapshot
+from tui.config import LoadedSettings
+from tui.errors import AgentTuiError
+from tui.events import ApprovalAnswer, AssistantTextDelta, Event, Notice, ToolCallRequested
 from tui.exec.backend import ExecutionBackend
-from tui.exec.local import LocalBackend
 from tui.exec.prompt_files import list_files, read_mentioned
 from tui.extensions import Extensions
-from tui.security.approval import ApprovalBroker, Approver
-from tui.security.grants import GrantStore
+from tui.security.approval import ApprovalBroker
+from tui.security.permissions import ApprovalMode
 from tui.security.policy import SecurityPolicy
-from tui.tools.base import Tool
-from tui.tools.builtin.catalog import builtin_tools
-from tui.tools.builtin.config_tool import ConfigTool
-from tui.tools.loops import LoopMemory
+from tui.security.trust import WorkspaceTrust
+from tui.tools.context import ToolContext
 from tui.tools.registry import ToolRegistry
-from tui.tools.structured_output import StructuredOutputTool, load_json_schema
-from tui.tools.truncation import envelope
 from tui.views import GrantList
 
-ApproverFactory = Callable[[EventBus], Approver]
+SessionFactory = Callable[[str | None, ExecutionBackend], "AgentSession"]
+"""Builds a fresh (``None``) or resumed session on the same backend: ``/clear``, ``/resume``."""
+SessionOpener = Callable[[], Awaitable[tuple["AgentSession", SessionFactory | None]]]
+"""Builds the first session (after the app's first frame) and the factory for later ones.
 
-STRUCTURED_ANSWER_PROMPT = (
-    "This run needs a machine-readable answer: when the task is done, call structured_output "
-    "once with the final answer. Text you write outside that call is not delivered."
-)
+Raises ``AgentTuiError`` (a bad config file, an unreachable host, an unknown session id) to end
+the app with that message; its ``exit_code`` attribute, if any, is the exit status (else 2)."""
+SettingsReload = Callable[[], Awaitable[None]]
+"""Re-reads the settings, so that the factory's next session sees them (after ``/trust``)."""
+
+_user_call_ids = itertools.count(1)
+
+
+class StartupError(AgentTuiError):
+    """The session could not be built; ``exit_code`` is what ``agent-tui`` exits with."""
+
+    title = "Cannot start"
+
+    def __init__(self, msg: str, exit_code: int = 2) -> None:
+        super().__init__(msg)
+        self.exit_code = exit_code
 
 
 @dataclass
@@ -69,6 +77,10 @@ class AgentSession:
     extensions: Extensions | None = None
     own_providers: list[Provider] = field(default_factory=list)
     """Providers made for named sub-agents' overrides, closed with the session's."""
+    user_commands: dict[str, asyncio.Event] = field(default_factory=dict)
+    """The person's own ``!`` commands still running, each with the event that cancels it."""
+    pane_pump: Any = None
+    """The ``PaneMirror`` publishing frames of the agent's tmux pane, while the app shows it."""
 
     async def start_extensions(self) -> None:
         """Start MCP servers and load OpenAPI specs (never raises; problems are notices)."""
@@ -108,6 +120,221 @@ class AgentSession:
         if self.loop is None:
             return False
         return await self.loop.compact(focus)
+
+    # -- what the app asks of its session: it talks to nothing deeper ---------------------------
+
+    @property
+    def provider_name(self) -> str:
+        return self.provider.name if self.provider is not None else ""
+
+    @property
+    def model(self) -> str:
+        return self.provider.model if self.provider is not None else ""
+
+    def set_model(self, name: str) -> None:
+        """``/model NAME``: the next request goes to this model of the same provider."""
+        if self.provider is not None:
+            self.provider.model = name
+
+    @property
+    def actor(self) -> str:
+        """Where commands run (``local``, ``ssh:host/tmux:%3``...), as the events name it."""
+        return self.backend.actor
+
+    @property
+    def supports_tmux(self) -> bool:
+        return self.backend.SUPPORTS_TMUX
+
+    @property
+    def approval_mode(self) -> str:
+        return self.policy.approval_mode.value
+
+    @staticmethod
+    def approval_modes() -> list[str]:
+        return [mode.value for mode in ApprovalMode]
+
+    def set_approval_mode(self, name: str) -> None:
+        """``/mode NAME``.
+
+        Raises:
+            ValueError: ``name`` is not an approval mode.
+        """
+        self.policy.approval_mode = ApprovalMode(name)
+
+    @property
+    def context_window(self) -> int | None:
+        """The model's window from the loop's context meter where the loop has one; ``None``
+        keeps the status bar's percentage hidden."""
+        meter = getattr(getattr(self.loop, "context", None), "meter", None)
+        window = getattr(meter, "window", None)
+        return window if isinstance(window, int) and window > 0 else None
+
+    @property
+    def turn_busy(self) -> bool:
+        """A turn is under way (submitted and not yet wound down)."""
+        return self.loop is not None and self.loop.busy
+
+    @property
+    def working(self) -> bool:
+        """The loop runs a turn, or one of the person's ``!`` commands runs."""
+        return bool(self.user_commands) or bool(self.loop and self.loop.running)
+
+    @property
+    def loop_running(self) -> bool:
+        return bool(self.loop and self.loop.running)
+
+    def steer(self, text: str) -> None:
+        """Said to the running turn, read by the model before its next request."""
+        if self.loop is None:
+            raise ProviderError(self.provider_error or "no model provider is configured")
+        self.loop.steer(text)
+
+    def cancel(self) -> bool:
+        """Stop the turn and the person's ``!`` commands now; False when nothing ran."""
+        cancelled = False
+        if self.loop is not None and self.loop.busy:
+            self.loop.cancel()
+            cancelled = True
+        for event in self.user_commands.values():
+            event.set()
+            cancelled = True
+        return cancelled
+
+    @property
+    def answers_approvals(self) -> bool:
+        """This session's broker asks the app (another approver, a test's, answers otherwise)."""
+        return self.broker is not None
+
+    def answer_approval(self, request_id: str, answer: ApprovalAnswer) -> bool:
+        """Resolve a pending request; False when it no longer waits."""
+        return self.broker.resolve(request_id, answer) if self.broker is not None else False
+
+    def approve_once(self, request_id: str) -> bool:
+        """Allow one pending request (the person's auto-approve window)."""
+        return self.answer_approval(request_id, ApprovalAnswer.allow_once())
+
+    def cancel_approvals(self, reason: str) -> None:
+        if self.broker is not None:
+            self.broker.cancel_all(reason)
+
+    async def run_user_command(self, command: str) -> None:
+        """``!cmd``: the same path the agent's calls take (policy, approval, backend, bus)."""
+        call_id = f"user-{next(_user_call_ids)}"
+        cancel = asyncio.Event()
+        self.user_commands[call_id] = cancel
+        arguments = {"command": command}
+        self.bus.publish(
+            ToolCallRequested(
+                tool_call_id=call_id, tool_name="run_shell", arguments=json.dumps(arguments)
+            )
+        )
+        ctx = ToolContext(
+            tool_call_id=call_id,
+            tool_name="run_shell",
+            backend=self.backend,
+            policy=self.policy,
+            cancel=cancel,
+            on_update=self.bus.publish,
+        )
+        try:
+            await self.registry.execute("run_shell", arguments, ctx)
+        finally:
+            self.user_commands.pop(call_id, None)
+
+    async def trust_workspace(self) -> None:
+        """``/trust``: record that the person trusts this workspace's files as they are now."""
+        await asyncio.to_thread(trust_workspace, self.loaded)
+
+    def tool_table(self) -> list[tuple[str, str, bool]]:
+        """``/tools``: every tool's name, permission, and whether it waits for tool_search."""
+        deferred = {tool.name for tool in self.registry.deferred_tools()}
+        rows = []
+        for name in self.registry.names():
+            tool = self.registry.get(name)
+            if tool is not None:
+                rows.append((name, tool.permission.value, name in deferred))
+        return rows
+
+    async def cron_report(self) -> str | None:
+        """``/cron``: the scheduled jobs and their last results; None when cron is off."""
+        if "cron_list" not in self.registry:
+            return None
+        ctx = ToolContext("user-cron", "cron_list", self.backend, self.policy)
+        result = await self.registry.execute("cron_list", "{}", ctx)
+        return result.text
+
+    async def skills_report(self) -> str:
+        """``/skills``: the skills the agent can load and where they were looked for (Markdown)."""
+        from tui.tools.builtin.catalog import user_skills_dir
+        from tui.tools.builtin.skill import format_skill_list, list_skills
+
+        skill = self.registry.get("skill")
+        workspace = getattr(skill, "workspace", self.workspace)
+        scan = await asyncio.to_thread(list_skills, workspace, user_skills_dir())
+        lines = [format_skill_list(scan) or "No skills found."]
+        places = (
+            [f"{workspace}/.agent-tui/skills", f"{workspace}/.claude/skills"] if workspace else []
+        )
+        lines.append(f"\nLooked in {', '.join([*places, str(user_skills_dir())])}.")
+        lines += [f"- problem: {problem}" for problem in scan.problems]
+        return "\n".join(lines)
+
+    def describe_extensions(self) -> str | None:
+        """``/mcp``: the MCP servers' and OpenAPI specs' state; None without extensions."""
+        return self.extensions.describe() if self.extensions is not None else None
+
+    async def restart_extension(self, name: str) -> None:
+        """Restart one MCP server.
+
+        Raises:
+            ValueError: no server has that name.
+        """
+        if self.extensions is not None:
+            await self.extensions.restart(name)
+
+    async def saved_sessions(self) -> list[SessionInfo]:
+        """The saved conversations of this workspace, for ``/sessions``."""
+        return await asyncio.to_thread(self.store.list, self.workspace)
+
+    @property
+    def has_history(self) -> bool:
+        """The conversation holds messages already (a resumed session)."""
+        return self.loop is not None and bool(self.loop.messages)
+
+    async def saved_story(self) -> list[Event]:
+        """What this session's transcript recorded, to show a resumed session: every event but
+        the text deltas (the messages they made are recorded whole)."""
+        saved = await asyncio.to_thread(self.store.load_events, self.session_id)
+        return [event for event in saved if not isinstance(event, AssistantTextDelta)]
+
+    async def start_pane_mirror(self) -> None:
+        """Frames of the agent's tmux pane onto the bus (``PaneSnapshot``), for the mirror."""
+        from tui.exec.tmux.backend import TmuxBackend
+        from tui.exec.tmux.mirror import PaneMirror
+
+        if not isinstance(self.backend, TmuxBackend):
+            return  # tmux-capable but not ours: its owner publishes the frames
+        await self.stop_pane_mirror()
+        pump = PaneMirror(self.backend, self.bus.publish)
+        self.pane_pump = pump
+        await pump.start()
+
+    def refresh_pane_mirror(self) -> None:
+        """Take a frame now (the pane was resized)."""
+        if self.pane_pump is not None:
+            self.pane_pump.refresh()
+
+    async def stop_pane_mirror(self) -> None:
+        pump, self.pane_pump = self.pane_pump, None
+        if pump is not None:
+            await pump.close()
+
+    async def close_keeping_backend(self) -> None:
+        """Let go of this session for the next one on the same backend (``/clear``)."""
+        if self.provider is not None:
+            await self.provider.aclose()
+        self.transcript.close()
+        await self.stop_pane_mirror()
 
     async def aclose(self) -> None:
         if self.extensions is not None:
@@ -160,273 +387,11 @@ class AgentSession:
         return self.policy.grants
 
 
-def repair_dangling_calls(messages: list[Message]) -> list[Message]:
-    """Give every tool call a result: a session killed mid-tool left calls unanswered, and the
-    wire protocols reject a conversation that has them."""
-    answered = {m.tool_call_id for m in messages if m.role == "tool"}
-    repaired: list[Message] = []
-    for message in messages:
-        repaired.append(message)
-        if message.role != "assistant":
-            continue
-        for call in message.tool_calls:
-            if call.id in answered:
-                continue
-            # Right after its assistant message: results may come in any order there.
-            repaired.append(
-                Message(
-                    role="tool",
-                    content=envelope(
-                        "Error (Interrupted): the session ended before this call finished; "
-                        "whether it had any effect is unknown — check before repeating it."
-                    ),
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    is_error=True,
-                )
-            )
-    return repaired
-
-
-def build_session(
-    workspace: Path,
-    loaded: LoadedSettings,
-    *,
-    approver_factory: ApproverFactory | None = None,
-    resume: str | None = None,
-    continue_latest: bool = False,
-    backend: ExecutionBackend | None = None,
-    provider: Provider | None = None,
-    local_paths: bool = True,
-    target_home: str | None = None,
-) -> AgentSession:
-    """Wire one session. A missing or unusable provider is not fatal here: the app still opens
-    (and says what to set); headless mode turns ``provider_error`` into its exit message.
-
-    Raises:
-        JsonSchemaError: ``[agent] json_schema`` names a missing or invalid schema file.
-    """
-    settings = loaded.settings
-    answer_schema = (
-        load_json_schema(schema_path(loaded, workspace)) if settings.agent.json_schema else None
+def untrusted_notice(trust: WorkspaceTrust) -> str:
+    return (
+        f"{len(trust.held)} setting(s) from this workspace's files are not applied "
+        "(untrusted); /trust reviews them again"
     )
-    bus = EventBus()
-    store = SessionStore()
-    warnings = workspace_warnings(loaded)
-
-    provider_error: str | None = None
-    if provider is None:
-        try:
-            provider = make_provider(
-                settings.provider.name,
-                settings.provider.model or "",
-                api_key=settings.provider.api_key.get_secret_value()
-                if settings.provider.api_key
-                else None,
-                base_url=settings.provider.base_url,
-                stream=settings.provider.stream,
-                api=settings.provider.api,
-                thinking_budget=settings.provider.thinking_budget,
-                reasoning_effort=settings.provider.reasoning_effort,
-            )
-        except ProviderError as error:
-            provider_error = error.msg
-
-    messages: list[Message] = []
-    if continue_latest and resume is None:
-        latest = store.latest(workspace)
-        resume = latest.id if latest else None
-    if resume is not None:
-        transcript = store.open(resume)
-        messages = repair_dangling_calls(store.load_messages(transcript.id))
-    else:
-        transcript = store.create(
-            workspace, settings.provider.name, settings.provider.model or "(none)"
-        )
-    bus.add_listener(lambda event: _record(transcript, event))
-
-    broker = ApprovalBroker(bus.publish, timeout=settings.approval.timeout)
-    approver = approver_factory(bus) if approver_factory is not None else broker
-    policy = SecurityPolicy(
-        workspace,
-        settings.security,
-        approval_mode=settings.approval.mode,
-        approver=approver,
-        grants=GrantStore(workspace, loaded.user_config_path),
-        on_event=bus.publish,
-        local_paths=local_paths,
-        target_home=target_home,
-    )
-    backend = backend or LocalBackend(default_cwd=str(workspace))
-    policy.follow_shell(backend.shell_cwd)
-    registry = ToolRegistry(
-        loops=LoopMemory(
-            settings.agent.loop_ping_pong_cycles, settings.agent.loop_no_progress_repeats
-        )
-    )
-    extensions = Extensions(
-        loaded, workspace, registry, bus.publish, env=policy.command_env(), local=local_paths
-    )
-    for tool in agent_tools(
-        settings, backend, workspace if local_paths else None, extensions.cron_tools()
-    ):
-        registry.register(tool)
-    skill = registry.get("skill")
-    warnings.extend(getattr(skill, "problems", []))
-    hooks = Hooks(
-        pre_commands=list(settings.hooks.pre_tool_use),
-        post_commands=list(settings.hooks.post_tool_use),
-        post_failure_commands=list(settings.hooks.post_tool_use_failure),
-        session_id=transcript.id,
-        # Hook commands run on this machine, whatever the target.
-        cwd=str(workspace) if local_paths else str(Path.cwd()),
-        env=policy.command_env(),
-    )
-    loop: AgentLoop | None = None
-    if provider is not None:
-        loop = AgentLoop(
-            provider=provider,
-            registry=registry,
-            backend=backend,
-            policy=policy,
-            system_prompt="",
-            emit=bus.publish,
-            settings=LoopSettings(
-                max_turns=settings.agent.max_turns,
-                plan=ToolPlan(settings.agent.strategy, settings.agent.batch_size),
-                max_tokens=settings.provider.max_tokens,
-                subagent_max_turns=settings.agent.subagent_max_turns,
-                require_structured_output=answer_schema is not None,
-                context_window=settings.provider.context_window,
-            ),
-            hooks=hooks,
-            on_message=transcript.append_message,
-            messages=messages,
-            on_compaction=transcript.append_compaction,
-        )
-        if settings.tools.enabled("agent"):
-            registry.register(SubAgentTool(loop))
-        if answer_schema is not None:
-            registry.register(StructuredOutputTool(answer_schema))
-    live = LiveSettings(
-        settings, registry, loop, config_disabled=frozenset(settings.tools.disabled())
-    )
-    if settings.tools.enabled("config"):
-        registry.register(ConfigTool(live))
-    own_providers: list[Provider] = []
-    if loop is not None:
-        named = build_named_subagents(
-            settings.subagents,
-            settings.provider,
-            loop,
-            workspace=workspace,
-            actor=backend.actor,
-            taken=registry.names(),
-        )
-        for tool in named.tools:
-            if settings.tools.enabled(tool.name):  # `[tools] NAME = false` switches it off
-                registry.register(tool)
-        own_providers = named.providers
-        warnings.extend(named.warnings)
-        loop.system_prompt = build_system_prompt(
-            workspace,
-            actor=backend.actor,
-            extra="\n\n".join(
-                part
-                for part in (
-                    settings.agent.system_prompt,
-                    STRUCTURED_ANSWER_PROMPT if answer_schema is not None else None,
-                )
-                if part
-            )
-            or None,
-            # No tool list here: MCP and OpenAPI tools arrive after this, `config` can switch
-            # tools off, and the request's definitions always carry the live set.
-        )
-    session = AgentSession(
-        workspace=workspace,
-        loaded=loaded,
-        bus=bus,
-        policy=policy,
-        backend=backend,
-        registry=registry,
-        provider=provider,
-        provider_error=provider_error,
-        transcript=transcript,
-        store=store,
-        loop=loop,
-        broker=broker if approver is broker else None,
-        warnings=warnings,
-        live=live,
-        extensions=extensions,
-        own_providers=own_providers,
-    )
-    for warning in warnings:
-        bus.publish(Notice(message=warning, level="warning"))
-    return session
-
-
-def agent_tools(
-    settings: Settings,
-    backend: ExecutionBackend,
-    workspace: Path | None,
-    cron: list[Tool[Any]],
-) -> list[Tool[Any]]:
-    """The tools a session starts with, minus those the settings switch off.
-
-    One definition for the agent, ``agent-tui tools`` and ``agent-tui tool``: what the CLI
-    lists is what it can run, and both are what the model gets. The rest joins a live session
-    later, as it needs one: MCP and OpenAPI tools (their servers), ``agent`` and
-    ``structured_output`` (the model loop), ``config`` (the live settings).
-
-    Args:
-        settings: which tools are on, and web_search's endpoint.
-        backend: where commands run; the tmux tools come only with a tmux backend.
-        workspace: whose skills ``skill`` offers (None: a workspace not on this machine).
-        cron: the cron tools, on the store (and scheduler) of the caller.
-    """
-    tools = [
-        tool
-        for tool in (*builtin_tools(backend, workspace), *cron)
-        if settings.tools.enabled(tool.name)
-    ]
-    for tool in tools:
-        if tool.name == "web_search":
-            tool.search_url = settings.web.search_url  # type: ignore[attr-defined]
-        elif tool.name == "run_shell":
-            tool.disk_cap = settings.agent.output_disk_cap  # type: ignore[attr-defined]
-    return tools
-
-
-def schema_path(loaded: LoadedSettings, workspace: Path) -> Path:
-    """``[agent] json_schema``: a relative path is read from the folder of the config file that
-    set it (``--json-schema`` already made its path absolute), else from the workspace."""
-    path = Path(str(loaded.settings.agent.json_schema)).expanduser()
-    if path.is_absolute():
-        return path
-    origin = loaded.origin("agent.json_schema")
-    for config_file in (loaded.workspace_config_path, loaded.user_config_path):
-        if config_file is not None and str(config_file) in origin:
-            return config_file.parent / path
-    return workspace / path
-
-
-def _record(transcript: Transcript, event: Event) -> None:
-    """Everything but pane screens goes to the transcript: those are a live view, up to 30 a
-    second, and the commands' own output is already recorded."""
-    if not isinstance(event, PaneSnapshot):
-        transcript.append_event(event)
-
-
-def workspace_warnings(loaded: LoadedSettings) -> list[str]:
-    """What a workspace's own files tried to change and did not: said out loud every time, so
-    a cloned repository never changes settings unseen."""
-    trust = loaded.trust
-    warnings = []
-    if trust.refused:
-        keys = ", ".join(change.key for change in trust.refused)
-        warnings.append(f"ignored {keys} from {trust.files[0]}: only your own config sets these")
-    return warnings
 
 
 def trust_workspace(loaded: LoadedSettings) -> None:

@@ -43,9 +43,10 @@ from tui.events import (
 )
 from tui.exec.local import LocalBackend
 from tui.security.rules import Rule
-from tui.session import AgentSession, build_session
+from tui.session import AgentSession
 from tui.ui.app import AgentApp
 from tui.ui.tools.block import ToolBlock
+from tui.wiring import build_session
 
 NOW = 1_790_000_000.0
 """The frozen wall clock of every scene (seconds)."""

@@ -1,116 +1,33 @@
-"""Slash commands: parsing, help text, and the command-palette provider that offers them.
+"""Slash commands: parsing, help text, the handlers, and the command-palette provider.
 
 The prompt and the palette share one table, so a command typed as ``/grants`` and one picked
-from Ctrl+P do the same thing by the same path (``AgentApp.run_slash``).
+from Ctrl+P do the same thing by the same path (``SlashCommands.run``). Every handler talks to
+the session through its narrow methods and to the person through the chat.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import inspect
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from tui.ui.autoapprove import DurationError, format_remaining, parse_duration
+from tui.ui.command_table import COMMANDS, UnknownCommand, help_markdown, parse_slash
+
 if TYPE_CHECKING:
-    from tui.ui.app import AgentApp
+    from tui.session import AgentSession
+    from tui.ui.approval.flow import ApprovalFlow
+    from tui.ui.host import AppHost
+    from tui.ui.pane_control import PaneControl
 
 
-@dataclass(frozen=True)
-class SlashCommand:
-    name: str
-    usage: str
-    help: str
+class SlashRunner(Protocol):
+    """The app as the palette sees it: something that runs a slash command."""
 
-
-COMMANDS: tuple[SlashCommand, ...] = (
-    SlashCommand("help", "/help", "list the commands and keys"),
-    SlashCommand(
-        "approve",
-        "/approve 10m | off",
-        "auto-approve every request for a while (90s, 10m, 1h); off ends it",
-    ),
-    SlashCommand("mode", "/mode [read-only|ask|auto-edit|full-auto]", "show or set approvals"),
-    SlashCommand("model", "/model [NAME]", "show or switch the model for the next request"),
-    SlashCommand(
-        "compact",
-        "/compact [FOCUS]",
-        "shrink what is sent to the model now (summary of older turns); FOCUS guides it",
-    ),
-    SlashCommand("clear", "/clear", "start a new session (the old one stays saved)"),
-    SlashCommand("sessions", "/sessions", "pick a saved session of this workspace to resume"),
-    SlashCommand("resume", "/resume ID", "resume a saved session by id"),
-    SlashCommand("grants", "/grants", "list what is allowed always, and revoke it"),
-    SlashCommand(
-        "pane",
-        "/pane [PANE_ID | keep | close]",
-        "the agent's tmux session and its attach command; mirror another pane; keep the "
-        "session after quitting, or not",
-    ),
-    SlashCommand(
-        "mcp", "/mcp [restart NAME | trust]", "MCP servers and OpenAPI specs: state, restart, trust"
-    ),
-    SlashCommand(
-        "trust", "/trust", "review and trust this workspace's own settings (.agent-tui.toml)"
-    ),
-    SlashCommand("tools", "/tools", "every tool: permission, and whether it is loaded or deferred"),
-    SlashCommand("cron", "/cron", "the scheduled jobs and their last results"),
-    SlashCommand("skills", "/skills", "the skills the agent can load (SKILL.md folders)"),
-)
-BY_NAME = {command.name: command for command in COMMANDS}
-
-
-@dataclass(frozen=True)
-class ParsedCommand:
-    name: str
-    argument: str
-
-
-class UnknownCommand(ValueError):
-    """``/frob``: says which commands exist."""
-
-
-def parse_slash(text: str) -> ParsedCommand:
-    """``/approve 10m`` → ``ParsedCommand("approve", "10m")``.
-
-    Raises:
-        UnknownCommand: the name is not one of ``COMMANDS`` (the message lists them).
-    """
-    body = text.strip()[1:]
-    name, _, argument = body.partition(" ")
-    name = name.strip().lower()
-    if name not in BY_NAME:
-        known = ", ".join(f"/{c.name}" for c in COMMANDS)
-        raise UnknownCommand(f"no command /{name}; the commands are {known}")
-    return ParsedCommand(name, argument.strip())
-
-
-KEYS_HELP = (
-    ("enter", "send (while the agent works: steer it)"),
-    ("ctrl+j / alt+enter / shift+enter", "new line (ctrl+j works everywhere, tmux too)"),
-    ("up / down", "prompt history, at the first / last line"),
-    ("ctrl+r", "search the prompt history"),
-    ("esc / ctrl+c", "cancel the running turn and its tools"),
-    ("ctrl+c twice", "quit, when nothing runs (ctrl+c with a selection copies it)"),
-    ("ctrl+o", "expand or collapse the latest tool block (enter on a focused block)"),
-    ("ctrl+l", "full output of the latest tool block (o on a focused block)"),
-    ("ctrl+t", "take the mirrored pane's keyboard; ctrl+] gives it back"),
-    ("f4", "show or hide the pane mirror"),
-    ("alt+left / alt+right", "narrower / wider chat column"),
-    ("ctrl+g", "grants: what is allowed always"),
-    ("ctrl+p", "command palette (themes too)"),
-    ("ctrl+q", "quit"),
-)
-
-
-def help_markdown() -> str:
-    """The ``/help`` text, as Markdown for the chat."""
-    lines = ["**Commands**", ""]
-    lines += [f"- `{c.usage}` — {c.help}" for c in COMMANDS]
-    lines += ["- `!command` — run a shell command yourself, through the same approvals", ""]
-    lines += ["**Keys**", ""]
-    lines += [f"- `{key}` — {what}" for key, what in KEYS_HELP]
-    return "\n".join(lines)
+    async def run_slash(self, text: str) -> None: ...
 
 
 class SlashCommandProvider(Provider):
@@ -129,12 +46,12 @@ class SlashCommandProvider(Provider):
         return entries
 
     async def discover(self) -> Hits:
-        app: AgentApp = self.app  # type: ignore[assignment]
+        app = cast(SlashRunner, self.app)
         for text, _usage, help_text in self._entries():
             yield DiscoveryHit(text, partial(app.run_slash, text), help=help_text)
 
     async def search(self, query: str) -> Hits:
-        app: AgentApp = self.app  # type: ignore[assignment]
+        app = cast(SlashRunner, self.app)
         matcher = self.matcher(query)
         for text, usage, help_text in self._entries():
             score = matcher.match(f"{text} {help_text}")
@@ -145,3 +62,248 @@ class SlashCommandProvider(Provider):
                     partial(app.run_slash, text),
                     help=f"{usage} — {help_text}",
                 )
+
+
+class SlashCommands:
+    """What each ``/command`` does.
+
+    Args:
+        host: The app (chat, status bar, panels, screens, workers, session switching).
+        approvals: The approval flow (``/approve`` opens and ends its window).
+        panes: The pane control (``/pane`` picks the mirrored pane).
+    """
+
+    def __init__(self, host: AppHost, approvals: ApprovalFlow, panes: PaneControl) -> None:
+        self.host = host
+        self.approvals = approvals
+        self.panes = panes
+        self._handlers: dict[str, Callable[[str], Awaitable[None] | None]] = {
+            "help": self.help,
+            "approve": self.approve,
+            "mode": self.mode,
+            "model": self.model,
+            "compact": self.compact,
+            "clear": self.clear,
+            "sessions": self.sessions,
+            "resume": self.resume,
+            "grants": self.grants,
+            "pane": self.pane,
+            "mcp": self.mcp,
+            "trust": self.trust,
+            "tools": self.tools,
+            "cron": self.cron,
+            "skills": self.skills,
+        }
+
+    async def run(self, text: str, *, ready: bool) -> None:
+        """Run ``/name argument``; before the session is ``ready`` only ``/help`` runs."""
+        chat = self.host.chat
+        try:
+            command = parse_slash(text)
+        except UnknownCommand as error:
+            chat.add_notice(str(error), level="warning")
+            return
+        if not ready and command.name != "help":
+            chat.add_notice("starting up: try again in a moment", level="warning")
+            return
+        result = self._handlers[command.name](command.argument)
+        if inspect.isawaitable(result):
+            await result
+
+    def help(self, argument: str) -> None:
+        self.host.chat.add_markdown(help_markdown())
+
+    def approve(self, argument: str) -> None:
+        chat = self.host.chat
+        auto = self.approvals.auto_approve
+        if argument.lower() in ("off", "stop", "0"):
+            was = self.approvals.stop_window()
+            chat.add_notice("auto-approve is off" if was else "auto-approve was not on")
+            return
+        if not argument:
+            left = auto.remaining()
+            chat.add_notice(
+                f"auto-approve: {format_remaining(left)} left" if left else "auto-approve is off"
+            )
+            return
+        try:
+            seconds = parse_duration(argument)
+        except DurationError as error:
+            chat.add_notice(str(error), level="warning")
+            return
+        self.approvals.start_window(seconds)
+        chat.add_notice(
+            f"auto-approving every request for {format_remaining(seconds)}; each one is listed "
+            "here. /approve off ends it.",
+            level="warning",
+        )
+
+    def mode(self, argument: str) -> None:
+        session, chat = self.host.session, self.host.chat
+        modes = ", ".join(session.approval_modes())
+        if not argument:
+            chat.add_notice(f"approval mode: {session.approval_mode} (choices: {modes})")
+            return
+        try:
+            session.set_approval_mode(argument)
+        except ValueError:
+            chat.add_notice(f"no mode {argument!r}; choose one of {modes}", level="warning")
+            return
+        self.host.status.set(mode=session.approval_mode)
+        chat.add_notice(f"approval mode is now {session.approval_mode}")
+
+    def model(self, argument: str) -> None:
+        session, chat = self.host.session, self.host.chat
+        if session.provider is None:
+            chat.add_notice("no model provider: see the banner for what to set", level="warning")
+            return
+        if not argument:
+            chat.add_notice(f"model: {session.provider_name} · {session.model}")
+            return
+        session.set_model(argument)
+        self.host.status.set(model=argument)
+        chat.add_notice(f"the next request goes to {session.provider_name} · {argument}")
+
+    def compact(self, argument: str) -> None:
+        session = self.host.session
+        if session.loop is None:
+            self.host.chat.add_notice("no model provider: nothing to compact", level="warning")
+            return
+        self.host.run_worker(
+            partial(session.compact, argument),
+            name="_compact",
+            group="compact",
+            exclusive=True,
+            exit_on_error=False,
+            description="compact the chat",
+        )
+
+    async def clear(self, argument: str) -> None:
+        await self.host.switch_session(None)
+
+    async def resume(self, argument: str) -> None:
+        if not argument:
+            await self.sessions("")
+            return
+        await self.host.switch_session(argument)
+
+    async def sessions(self, argument: str) -> None:
+        host = self.host
+        infos = await host.session.saved_sessions()
+
+        async def chosen(session_id: str | None) -> None:
+            if session_id is not None and session_id != host.session.session_id:
+                await host.switch_session(session_id)
+
+        from tui.ui.sessions.screen import SessionsScreen
+
+        host.push_screen(SessionsScreen(infos, host.session.session_id), chosen)
+
+    def grants(self, argument: str) -> None:
+        self.host.action_grants()
+
+    async def pane(self, argument: str) -> None:
+        from tui.ui import pane_info
+
+        host, panes = self.host, self.panes
+        word = argument.strip()
+        if word in ("keep", "close"):
+            host.chat.add_notice(await pane_info.set_kept(host.session.backend, word == "keep"))
+            return
+        host.panels.show_mirror()
+        if word:
+            panes.select(word if word.startswith("%") else f"%{word}")
+        known = ", ".join(sorted(panes.frames)) or "none yet"
+        target = panes.target or "none"
+        lines = [f"mirrored pane: {target} (panes seen: {known})"]
+        lines += await pane_info.pane_lines(host.session)
+        host.chat.add_notice("\n".join(lines))
+
+    def mcp(self, argument: str) -> None:
+        session, chat = self.host.session, self.host.chat
+        if session.extensions is None:
+            return
+        verb, _, name = argument.partition(" ")
+        if verb == "restart" and name.strip():
+            chat.add_notice(f"restarting MCP server {name.strip()}…")
+            self.host.run_worker(
+                partial(self._restart_mcp, session, name.strip()),
+                name="_restart_mcp",
+                group="mcp",
+                exit_on_error=False,
+                description="restart an MCP server",
+            )
+            return
+        if verb == "trust":
+            self.trust("")
+            return
+        if verb:
+            chat.add_notice("usage: /mcp, /mcp restart NAME, /mcp trust", level="warning")
+            return
+        chat.add_info("/mcp", session.describe_extensions() or "")
+
+    async def _restart_mcp(self, session: AgentSession, name: str) -> None:
+        chat = self.host.chat
+        try:
+            await session.restart_extension(name)
+        except ValueError as error:
+            chat.add_notice(str(error), level="warning")
+            return
+        chat.add_info("/mcp", session.describe_extensions() or "")
+
+    def trust(self, argument: str) -> None:
+        chat = self.host.chat
+        trust = self.host.session.loaded.trust
+        if not trust.held:
+            chat.add_notice(
+                "nothing here waits for trust: this workspace's files only tighten your settings"
+                if trust.files
+                else "this workspace has no .agent-tui.toml or .mcp.json"
+            )
+            return
+        if trust.trusted:
+            chat.add_notice(f"{trust.key} is trusted; its settings apply")
+            return
+        self.host.run_worker(
+            self._trust_flow,
+            name="_trust_flow",
+            group="trust",
+            exclusive=True,
+            exit_on_error=False,
+            description="workspace trust",
+        )
+
+    async def _trust_flow(self) -> None:
+        """Ask, record, and start the session again under the workspace's settings (a worker:
+        the screen's answer arrives through the app's own message queue)."""
+        host = self.host
+        session = host.session
+        loaded = session.loaded
+        trust = loaded.trust
+        if not await host.ask_trust(trust):
+            from tui.session import untrusted_notice
+
+            host.chat.add_notice(untrusted_notice(trust), level="warning")
+            return
+        await session.trust_workspace()
+        if host.reload_settings is not None:
+            await host.reload_settings()
+        await host.switch_session(session.session_id)
+        host.chat.add_notice(f"trusted {trust.key} in {loaded.user_config_path}")
+
+    def tools(self, argument: str) -> None:
+        rows = ["| tool | permission | state |", "|---|---|---|"]
+        for name, permission, deferred in self.host.session.tool_table():
+            state = "deferred (tool_search)" if deferred else "loaded"
+            rows.append(f"| `{name}` | {permission} | {state} |")
+        self.host.chat.add_markdown("\n".join(rows))
+
+    async def cron(self, argument: str) -> None:
+        report = await self.host.session.cron_report()
+        if report is None:
+            self.host.chat.add_notice("the cron tools are switched off", level="warning")
+            return
+        self.host.chat.add_info("/cron", report)
+
+    async def skills(self, argument: str) -> None:
+        self.host.chat.add_markdown(await self.host.session.skills_report())

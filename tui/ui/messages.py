@@ -7,14 +7,13 @@ others here carry the user's intent from a widget up to the app.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 if TYPE_CHECKING:
     from tui.events import Event
-    from tui.ui.mirror.keys import Typed
 
 
 @dataclass
@@ -45,16 +44,3 @@ class ToolBlockAction(Message):
     """Which call."""
     action: str = "pager"
     """``pager``, ``copy_command`` or ``copy_output``."""
-
-
-@dataclass
-class PaneKeys(Message):
-    """Keys the user typed while holding the mirrored pane's keyboard, in tmux's vocabulary."""
-
-    keys: list[Typed] = field(default_factory=list)
-    """Text, tmux key names (``Enter``, ``C-c``) and pastes, in the order they were typed."""
-
-
-@dataclass
-class PaneRelease(Message):
-    """The user gave the pane's keyboard back to the agent."""

@@ -25,8 +25,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
-from tui.ui.messages import PaneKeys, PaneRelease
 from tui.ui.mirror.keys import RELEASE_KEYS, typed_for, typed_paste
+from tui.ui.mirror.messages import PaneKeys, PaneRelease
 
 
 @dataclass

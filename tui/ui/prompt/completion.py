@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from tui.ui.commands import COMMANDS
+from tui.ui.command_table import COMMANDS
 
 MAX_CHOICES = 50
 """The popup shows at most this many rows; a longer query narrows it."""

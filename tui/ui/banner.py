@@ -1,0 +1,42 @@
+"""The chat's first lines: what this session is, or why no model answers and the ways out."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from tui.session import AgentSession
+
+
+def no_provider_text(reason: str) -> Text:
+    """What the no-provider banner says: the exact reason, then the ways out."""
+    text = Text()
+    text.append("No model provider", "bold")
+    text.append(" — " + reason.rstrip(".") + ".\n\n")
+    text.append("To talk to a model, set one of:\n")
+    for label, how, note in (
+        ("OpenAI     ", "OPENAI_API_KEY=…", ""),
+        ("Anthropic  ", "ANTHROPIC_API_KEY=…", " and --provider anthropic"),
+        ("local model", "--base-url http://127.0.0.1:11434/v1", ""),
+    ):
+        text.append(f"  {label}  ", "dim")
+        text.append(how, "bold")
+        text.append(note + "\n", "dim")
+    text.append("\nMeanwhile ")
+    text.append("!command", "bold")
+    text.append(" runs a shell command through the same approvals, and the pane mirror works.")
+    return text
+
+
+def session_text(session: AgentSession) -> Text:
+    """The model, where commands run and the approval mode, then how to start."""
+    text = Text()
+    text.append("agent-tui", "bold")
+    text.append(f"  ·  {session.workspace}\n", "dim")
+    if session.provider is not None:
+        text.append(f"{session.provider_name} · {session.model}", "bold")
+    text.append(f" on {session.actor} · approvals: {session.approval_mode}")
+    text.append("\nType a message, /help for commands, !cmd to run one yourself.", "dim")
+    return text

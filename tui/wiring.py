@@ -1,0 +1,315 @@
+"""Wiring one ``AgentSession`` from settings: provider, transcript, policy, tools, loop.
+
+Kept apart from ``session.py`` (the object the app and headless mode talk to) because only the
+composition root builds sessions; the rest of the house only uses one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tui.agent.execution import ToolPlan
+from tui.agent.hooks import Hooks
+from tui.agent.live_settings import LiveSettings
+from tui.agent.loop import AgentLoop, LoopSettings
+from tui.agent.named_subagents import build_named_subagents
+from tui.agent.prompt import build_system_prompt
+from tui.agent.providers.base import Message, Provider, ProviderError
+from tui.agent.providers.factory import make_provider
+from tui.agent.subagent import SubAgentTool
+from tui.agent.transcript import SessionStore, Transcript
+from tui.bus import EventBus
+from tui.config import LoadedSettings, Settings
+from tui.events import Event, Notice, PaneSnapshot
+from tui.exec.backend import ExecutionBackend
+from tui.exec.local import LocalBackend
+from tui.extensions import Extensions
+from tui.security.approval import ApprovalBroker, Approver
+from tui.security.grants import GrantStore
+from tui.security.policy import SecurityPolicy
+from tui.session import AgentSession
+from tui.tools.base import Tool
+from tui.tools.builtin.catalog import builtin_tools
+from tui.tools.builtin.config_tool import ConfigTool
+from tui.tools.loops import LoopMemory
+from tui.tools.registry import ToolRegistry
+from tui.tools.structured_output import StructuredOutputTool, load_json_schema
+from tui.tools.truncation import envelope
+
+ApproverFactory = Callable[[EventBus], Approver]
+
+STRUCTURED_ANSWER_PROMPT = (
+    "This run needs a machine-readable answer: when the task is done, call structured_output "
+    "once with the final answer. Text you write outside that call is not delivered."
+)
+
+
+def repair_dangling_calls(messages: list[Message]) -> list[Message]:
+    """Give every tool call a result: a session killed mid-tool left calls unanswered, and the
+    wire protocols reject a conversation that has them."""
+    answered = {m.tool_call_id for m in messages if m.role == "tool"}
+    repaired: list[Message] = []
+    for message in messages:
+        repaired.append(message)
+        if message.role != "assistant":
+            continue
+        for call in message.tool_calls:
+            if call.id in answered:
+                continue
+            # Right after its assistant message: results may come in any order there.
+            repaired.append(
+                Message(
+                    role="tool",
+                    content=envelope(
+                        "Error (Interrupted): the session ended before this call finished; "
+                        "whether it had any effect is unknown — check before repeating it."
+                    ),
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    is_error=True,
+                )
+            )
+    return repaired
+
+
+def build_session(
+    workspace: Path,
+    loaded: LoadedSettings,
+    *,
+    approver_factory: ApproverFactory | None = None,
+    resume: str | None = None,
+    continue_latest: bool = False,
+    backend: ExecutionBackend | None = None,
+    provider: Provider | None = None,
+    local_paths: bool = True,
+    target_home: str | None = None,
+) -> AgentSession:
+    """Wire one session. A missing or unusable provider is not fatal here: the app still opens
+    (and says what to set); headless mode turns ``provider_error`` into its exit message.
+
+    Raises:
+        JsonSchemaError: ``[agent] json_schema`` names a missing or invalid schema file.
+    """
+    settings = loaded.settings
+    answer_schema = (
+        load_json_schema(schema_path(loaded, workspace)) if settings.agent.json_schema else None
+    )
+    bus = EventBus()
+    store = SessionStore()
+    warnings = workspace_warnings(loaded)
+
+    provider_error: str | None = None
+    if provider is None:
+        try:
+            provider = make_provider(
+                settings.provider.name,
+                settings.provider.model or "",
+                api_key=settings.provider.api_key.get_secret_value()
+                if settings.provider.api_key
+                else None,
+                base_url=settings.provider.base_url,
+                stream=settings.provider.stream,
+                api=settings.provider.api,
+                thinking_budget=settings.provider.thinking_budget,
+                reasoning_effort=settings.provider.reasoning_effort,
+            )
+        except ProviderError as error:
+            provider_error = error.msg
+
+    messages: list[Message] = []
+    if continue_latest and resume is None:
+        latest = store.latest(workspace)
+        resume = latest.id if latest else None
+    if resume is not None:
+        transcript = store.open(resume)
+        messages = repair_dangling_calls(store.load_messages(transcript.id))
+    else:
+        transcript = store.create(
+            workspace, settings.provider.name, settings.provider.model or "(none)"
+        )
+    bus.add_listener(lambda event: _record(transcript, event))
+
+    broker = ApprovalBroker(bus.publish, timeout=settings.approval.timeout)
+    approver = approver_factory(bus) if approver_factory is not None else broker
+    policy = SecurityPolicy(
+        workspace,
+        settings.security,
+        approval_mode=settings.approval.mode,
+        approver=approver,
+        grants=GrantStore(workspace, loaded.user_config_path),
+        on_event=bus.publish,
+        local_paths=local_paths,
+        target_home=target_home,
+    )
+    backend = backend or LocalBackend(default_cwd=str(workspace))
+    policy.follow_shell(backend.shell_cwd)
+    registry = ToolRegistry(
+        loops=LoopMemory(
+            settings.agent.loop_ping_pong_cycles, settings.agent.loop_no_progress_repeats
+        )
+    )
+    extensions = Extensions(
+        loaded, workspace, registry, bus.publish, env=policy.command_env(), local=local_paths
+    )
+    for tool in agent_tools(
+        settings, backend, workspace if local_paths else None, extensions.cron_tools()
+    ):
+        registry.register(tool)
+    skill = registry.get("skill")
+    warnings.extend(getattr(skill, "problems", []))
+    hooks = Hooks(
+        pre_commands=list(settings.hooks.pre_tool_use),
+        post_commands=list(settings.hooks.post_tool_use),
+        post_failure_commands=list(settings.hooks.post_tool_use_failure),
+        session_id=transcript.id,
+        # Hook commands run on this machine, whatever the target.
+        cwd=str(workspace) if local_paths else str(Path.cwd()),
+        env=policy.command_env(),
+    )
+    loop: AgentLoop | None = None
+    if provider is not None:
+        loop = AgentLoop(
+            provider=provider,
+            registry=registry,
+            backend=backend,
+            policy=policy,
+            system_prompt="",
+            emit=bus.publish,
+            settings=LoopSettings(
+                max_turns=settings.agent.max_turns,
+                plan=ToolPlan(settings.agent.strategy, settings.agent.batch_size),
+                max_tokens=settings.provider.max_tokens,
+                subagent_max_turns=settings.agent.subagent_max_turns,
+                require_structured_output=answer_schema is not None,
+                context_window=settings.provider.context_window,
+            ),
+            hooks=hooks,
+            on_message=transcript.append_message,
+            messages=messages,
+            on_compaction=transcript.append_compaction,
+        )
+        if settings.tools.enabled("agent"):
+            registry.register(SubAgentTool(loop))
+        if answer_schema is not None:
+            registry.register(StructuredOutputTool(answer_schema))
+    live = LiveSettings(
+        settings, registry, loop, config_disabled=frozenset(settings.tools.disabled())
+    )
+    if settings.tools.enabled("config"):
+        registry.register(ConfigTool(live))
+    own_providers: list[Provider] = []
+    if loop is not None:
+        named = build_named_subagents(
+            settings.subagents,
+            settings.provider,
+            loop,
+            workspace=workspace,
+            actor=backend.actor,
+            taken=registry.names(),
+        )
+        for tool in named.tools:
+            if settings.tools.enabled(tool.name):  # `[tools] NAME = false` switches it off
+                registry.register(tool)
+        own_providers = named.providers
+        warnings.extend(named.warnings)
+        loop.system_prompt = build_system_prompt(
+            workspace,
+            actor=backend.actor,
+            extra="\n\n".join(
+                part
+                for part in (
+                    settings.agent.system_prompt,
+                    STRUCTURED_ANSWER_PROMPT if answer_schema is not None else None,
+                )
+                if part
+            )
+            or None,
+            # No tool list here: MCP and OpenAPI tools arrive after this, `config` can switch
+            # tools off, and the request's definitions always carry the live set.
+        )
+    session = AgentSession(
+        workspace=workspace,
+        loaded=loaded,
+        bus=bus,
+        policy=policy,
+        backend=backend,
+        registry=registry,
+        provider=provider,
+        provider_error=provider_error,
+        transcript=transcript,
+        store=store,
+        loop=loop,
+        broker=broker if approver is broker else None,
+        warnings=warnings,
+        live=live,
+        extensions=extensions,
+        own_providers=own_providers,
+    )
+    for warning in warnings:
+        bus.publish(Notice(message=warning, level="warning"))
+    return session
+
+
+def agent_tools(
+    settings: Settings,
+    backend: ExecutionBackend,
+    workspace: Path | None,
+    cron: list[Tool[Any]],
+) -> list[Tool[Any]]:
+    """The tools a session starts with, minus those the settings switch off.
+
+    One definition for the agent, ``agent-tui tools`` and ``agent-tui tool``: what the CLI
+    lists is what it can run, and both are what the model gets. The rest joins a live session
+    later, as it needs one: MCP and OpenAPI tools (their servers), ``agent`` and
+    ``structured_output`` (the model loop), ``config`` (the live settings).
+
+    Args:
+        settings: which tools are on, and web_search's endpoint.
+        backend: where commands run; the tmux tools come only with a tmux backend.
+        workspace: whose skills ``skill`` offers (None: a workspace not on this machine).
+        cron: the cron tools, on the store (and scheduler) of the caller.
+    """
+    tools = [
+        tool
+        for tool in (*builtin_tools(backend, workspace), *cron)
+        if settings.tools.enabled(tool.name)
+    ]
+    for tool in tools:
+        if tool.name == "web_search":
+            tool.search_url = settings.web.search_url  # type: ignore[attr-defined]
+        elif tool.name == "run_shell":
+            tool.disk_cap = settings.agent.output_disk_cap  # type: ignore[attr-defined]
+    return tools
+
+
+def schema_path(loaded: LoadedSettings, workspace: Path) -> Path:
+    """``[agent] json_schema``: a relative path is read from the folder of the config file that
+    set it (``--json-schema`` already made its path absolute), else from the workspace."""
+    path = Path(str(loaded.settings.agent.json_schema)).expanduser()
+    if path.is_absolute():
+        return path
+    origin = loaded.origin("agent.json_schema")
+    for config_file in (loaded.workspace_config_path, loaded.user_config_path):
+        if config_file is not None and str(config_file) in origin:
+            return config_file.parent / path
+    return workspace / path
+
+
+def _record(transcript: Transcript, event: Event) -> None:
+    """Everything but pane screens goes to the transcript: those are a live view, up to 30 a
+    second, and the commands' own output is already recorded."""
+    if not isinstance(event, PaneSnapshot):
+        transcript.append_event(event)
+
+
+def workspace_warnings(loaded: LoadedSettings) -> list[str]:
+    """What a workspace's own files tried to change and did not: said out loud every time, so
+    a cloned repository never changes settings unseen."""
+    trust = loaded.trust
+    warnings = []
+    if trust.refused:
+        keys = ", ".join(change.key for change in trust.refused)
+        warnings.append(f"ignored {keys} from {trust.files[0]}: only your own config sets these")
+    return warnings
