@@ -282,8 +282,6 @@ class AgentApp(App[int]):
             if self.link.router is not None:
                 self.link.router.route(events, replay=replay)
             self.usage.show(self.status, self.session, self.tools.running)
-            if not replay:
-                self.attention.observe(events)
 
     def _tick(self) -> None:
         if self._session is None:

@@ -62,17 +62,20 @@ class Attention:
         if self.notifier is not None:
             self.notifier.approval_waiting(tool_name)
 
-    def observe(self, events: list[Any]) -> None:
-        """The main loop's live events: the last answer, and a notice when a long turn ends."""
-        for event in events:
-            if getattr(event, "loop_id", "main") != "main":
-                continue
-            kind = getattr(event, "kind", "")
-            text = getattr(event, "final_text", None) or getattr(event, "text", "")
-            steering = bool(getattr(event, "steering", False))
-            length = self.turn_clock.observe(kind, steering=steering, text=text)
-            if length is not None and self.notifier is not None:
-                self.notifier.turn_ended(length, str(getattr(event, "reason", "ended")))
+    # -- the main loop's turns, as the event router sees them (live events only) -----------
+
+    def turn_began(self) -> None:
+        self.turn_clock.begin()
+
+    def answered(self, text: str) -> None:
+        """The last answer, for ``Ctrl+Y``."""
+        self.turn_clock.answered(text)
+
+    def turn_ended(self, final_text: str, reason: str) -> None:
+        """A notice when a long turn ends while the terminal is away."""
+        length = self.turn_clock.end(final_text)
+        if length is not None and self.notifier is not None:
+            self.notifier.turn_ended(length, reason)
 
 
 __all__ = ["Attention"]

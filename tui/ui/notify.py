@@ -79,19 +79,21 @@ class TurnClock:
     last_answer: str = ""
     """The main loop's latest answer, for the copy-last-answer key."""
 
-    def observe(self, kind: str, *, steering: bool = False, text: str = "") -> float | None:
-        """Feed one main-loop event; returns the turn's length when ``kind`` ends it."""
-        begins = kind == "turn_started" or (kind == "user_message" and not steering)
-        if begins and self.started is None:
+    def begin(self) -> None:
+        """A main-loop turn started (or a prompt was sent): the clock runs, if it did not."""
+        if self.started is None:
             self.started = self.now()
-        elif kind == "assistant_message" and text.strip():
+
+    def answered(self, text: str) -> None:
+        """The main loop's assistant said ``text``."""
+        if text.strip():
             self.last_answer = text
-        elif kind == "turn_ended":
-            if text.strip():
-                self.last_answer = text
-            started, self.started = self.started, None
-            return None if started is None else self.now() - started
-        return None
+
+    def end(self, final_text: str) -> float | None:
+        """The main loop's turn ended; returns its length (None if it was not seen begin)."""
+        self.answered(final_text)
+        started, self.started = self.started, None
+        return None if started is None else self.now() - started
 
 
 __all__ = ["DesktopKind", "Notifier", "TurnClock", "clean", "desktop_sequences"]

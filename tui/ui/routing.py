@@ -2,8 +2,9 @@
 
 The panels (chat, tool blocks) read every event themselves; this router does what the app
 does besides: follow the pane the agent acts on, show and close approval modals, count usage,
-show the todo list, keep the turn's state for the status bar. Imported once a session is
-attached (it needs the event classes, which the first frame must not wait for).
+show the todo list, keep the turn's state for the status bar and time it for the notices.
+Imported once a session is attached (it needs the event classes, which the first frame must
+not wait for).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from tui.events import (
     ApprovalRequested,
     ApprovalResolved,
+    AssistantMessage,
     Event,
     PaneSnapshot,
     TodoListUpdated,
@@ -28,6 +30,7 @@ from tui.ui.mirror.pane import PaneFrame
 
 if TYPE_CHECKING:
     from tui.ui.approval.flow import ApprovalFlow
+    from tui.ui.attention import Attention
     from tui.ui.chat.todo import TodoList
     from tui.ui.pane_control import PaneControl
     from tui.ui.status.usage import UsageMeter
@@ -41,15 +44,22 @@ class EventRouter:
         approvals: Opens and closes approval modals.
         usage: Counts tokens and keeps the turn's state.
         todo: The main loop's todo list.
+        attention: Times the main loop's turns and keeps its last answer (live events only).
     """
 
     def __init__(
-        self, panes: PaneControl, approvals: ApprovalFlow, usage: UsageMeter, todo: TodoList
+        self,
+        panes: PaneControl,
+        approvals: ApprovalFlow,
+        usage: UsageMeter,
+        todo: TodoList,
+        attention: Attention,
     ) -> None:
         self.panes = panes
         self.approvals = approvals
         self.usage = usage
         self.todo = todo
+        self.attention = attention
         self._replay = False
         self._snapshots: dict[str, PaneSnapshot] = {}
         self._handlers: dict[type[Event], Callable[[Any], None]] = {
@@ -62,6 +72,7 @@ class EventRouter:
             TodoListUpdated: self._todo_list,
             TurnStarted: self._turn_started,
             UserMessage: self._user_message,
+            AssistantMessage: self._assistant_message,
             TurnEnded: self._turn_ended,
         }
 
@@ -100,11 +111,21 @@ class EventRouter:
     def _turn_started(self, event: TurnStarted) -> None:
         if event.loop_id == "main":
             self.usage.turn_active = True
+            if not self._replay:
+                self.attention.turn_began()
 
     def _user_message(self, event: UserMessage) -> None:
         if event.loop_id == "main" and not event.steering:
             self.usage.turn_active = True
+            if not self._replay:
+                self.attention.turn_began()
+
+    def _assistant_message(self, event: AssistantMessage) -> None:
+        if event.loop_id == "main" and not self._replay:
+            self.attention.answered(event.text)
 
     def _turn_ended(self, event: TurnEnded) -> None:
         if event.loop_id == "main":
             self.usage.turn_active = False
+            if not self._replay:
+                self.attention.turn_ended(event.final_text, event.reason)

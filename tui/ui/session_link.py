@@ -79,7 +79,7 @@ class SessionLink:
 
         host = self.host
         self.session = session
-        self.router = EventRouter(self.panes, self.approvals, self.usage, host.todo)
+        self.router = EventRouter(self.panes, self.approvals, self.usage, host.todo, self.attention)
         host.session_ready.set()
         host.refresh_bindings()  # the footer shows what is possible now
         host.tools.spill_dir = tool_output_dir() / "ui" / session.session_id

@@ -12,6 +12,7 @@ session never grows without bound.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -24,7 +25,19 @@ if TYPE_CHECKING:
     from textual.widgets import Markdown
     from textual.widgets._markdown import MarkdownStream
 
-    from tui.events import Event
+    from tui.events import (
+        AgentNotice,
+        AssistantMessage,
+        AssistantTextDelta,
+        Compacted,
+        ErrorEvent,
+        Event,
+        Notice,
+        ScheduledJobFinished,
+        ToolCallRequested,
+        TurnEnded,
+        UserMessage,
+    )
 
 PRUNE_ABOVE = 2500
 PRUNE_TO = 1500
@@ -85,7 +98,7 @@ class Banner(Static):
     """The first thing in the chat: what this session is, or what to set when it cannot talk."""
 
 
-def compaction_line(event: Any) -> str:
+def compaction_line(event: Compacted) -> str:
     """The chat marker where the conversation sent to the model was compacted: what happened,
     and what was kept (the saved session keeps everything either way)."""
     why = {"auto": "near the window's limit", "overflow": "after a context-length error"}.get(
@@ -111,7 +124,7 @@ def compaction_line(event: Any) -> str:
     return "; ".join(parts + kept)
 
 
-def scheduled_line(event: Any) -> str:
+def scheduled_line(event: ScheduledJobFinished) -> str:
     """``↻ scheduled command backup done: 3 files copied``: the first line that says something
     (a successful command's ``exit code: 0`` does not)."""
     lines = [line.strip() for line in event.output.splitlines() if line.strip()]
@@ -135,56 +148,102 @@ class ChatPanel(TailFollowing):
         self._prune_scheduled = False
         self.pruned = 0
         """Entries removed by pruning so far."""
+        self._table: dict[type[Event], Callable[[Any], Awaitable[None]]] | None = None
+        self._delta_type: type[AssistantTextDelta] | None = None
 
     # -- feeding ---------------------------------------------------------------------------
 
     async def apply(self, events: list[Event]) -> None:
         """Show one frame's events; consecutive text deltas become one stream write."""
+        delta, handlers = self._handlers()
         pending: list[str] = []
         for event in events:
-            if event.kind == "assistant_delta" and event.loop_id == "main":  # type: ignore[attr-defined]
-                pending.append(event.text)  # type: ignore[attr-defined]
+            if isinstance(event, delta) and event.loop_id == "main":
+                pending.append(event.text)
                 continue
             if pending:
                 await self.assistant_delta("".join(pending))
                 pending = []
-            await self._apply_one(event)
+            handler = handlers.get(type(event))
+            if handler is not None:
+                await handler(event)
         if pending:
             await self.assistant_delta("".join(pending))
         self.content_changed()
         self._schedule_prune()
 
-    async def _apply_one(self, event: Any) -> None:
-        # Dispatch on ``kind``: the UI never needs the event classes (or pydantic) imported
-        # before its first frame.
-        kind = event.kind
-        if kind == "user_message":
-            if event.loop_id == "main":
-                await self.end_stream()
-                self.add_user(event.text, steering=event.steering)
-        elif kind == "assistant_message":
-            if event.loop_id == "main":
-                await self.assistant_final(event.text)
-                if getattr(event, "thinking", ""):
-                    self.add_thinking(event.thinking)
-            elif event.text.strip():
-                self.add_subagent(event.loop_id, event.text)
-        elif kind == "tool_requested" and event.loop_id == "main":
+    def _handlers(
+        self,
+    ) -> tuple[type[AssistantTextDelta], dict[type[Event], Callable[[Any], Awaitable[None]]]]:
+        """The text delta's class (streamed, not handled one by one) and one handler per other
+        event class the chat shows. Made on the first events: the UI's first frame never waits
+        for the event classes (or pydantic) to be imported."""
+        if self._table is None or self._delta_type is None:
+            from tui.events import (
+                AgentNotice,
+                AssistantMessage,
+                AssistantTextDelta,
+                Compacted,
+                ErrorEvent,
+                Notice,
+                ScheduledJobFinished,
+                ToolCallRequested,
+                TurnEnded,
+                UserMessage,
+            )
+
+            self._delta_type = AssistantTextDelta
+            self._table = {
+                UserMessage: self._user_message,
+                AssistantMessage: self._assistant_message,
+                ToolCallRequested: self._tool_requested,
+                ErrorEvent: self._error,
+                Notice: self._notice,
+                AgentNotice: self._agent_notice,
+                Compacted: self._compacted,
+                ScheduledJobFinished: self._scheduled_job,
+                TurnEnded: self._turn_ended,
+            }
+        return self._delta_type, self._table
+
+    async def _user_message(self, event: UserMessage) -> None:
+        if event.loop_id == "main":
+            await self.end_stream()
+            self.add_user(event.text, steering=event.steering)
+
+    async def _assistant_message(self, event: AssistantMessage) -> None:
+        if event.loop_id == "main":
+            await self.assistant_final(event.text)
+            if event.thinking:
+                self.add_thinking(event.thinking)
+        elif event.text.strip():
+            self.add_subagent(event.loop_id, event.text)
+
+    async def _tool_requested(self, event: ToolCallRequested) -> None:
+        if event.loop_id == "main":
             by_user = event.tool_call_id.startswith("user-")
             self.add_tool_ref(event.tool_name, event.arguments, by_user=by_user)
-        elif kind == "error":
-            await self.end_stream()
-            self.add_error(event.title, event.message)
-        elif kind == "notice":
-            self.add_notice(event.message, level=event.level)
-        elif kind == "agent_notice":
-            self.add_agent_note(event.message, loop_id=event.loop_id)
-        elif kind == "compacted" and event.loop_id == "main":
+
+    async def _error(self, event: ErrorEvent) -> None:
+        await self.end_stream()
+        self.add_error(event.title, event.message)
+
+    async def _notice(self, event: Notice) -> None:
+        self.add_notice(event.message, level=event.level)
+
+    async def _agent_notice(self, event: AgentNotice) -> None:
+        self.add_agent_note(event.message, loop_id=event.loop_id)
+
+    async def _compacted(self, event: Compacted) -> None:
+        if event.loop_id == "main":
             await self.end_stream()
             self.add_notice(compaction_line(event), level="info")
-        elif kind == "scheduled_job":
-            self.add_notice(scheduled_line(event), level="info" if event.ok else "warning")
-        elif kind == "turn_ended" and event.loop_id == "main":
+
+    async def _scheduled_job(self, event: ScheduledJobFinished) -> None:
+        self.add_notice(scheduled_line(event), level="info" if event.ok else "warning")
+
+    async def _turn_ended(self, event: TurnEnded) -> None:
+        if event.loop_id == "main":
             await self.end_stream()
             if event.reason == "max_turns":
                 self.add_notice("the turn stopped at max_turns", level="warning")

@@ -8,6 +8,8 @@ long prompt is never hijacked.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from textual import events
 from textual.binding import Binding
 from textual.widgets import TextArea
@@ -30,9 +32,10 @@ def _teach_alt_enter() -> None:
 
         from textual import _ansi_sequences
 
-        table = _ansi_sequences.ANSI_SEQUENCES_KEYS
+        # Any object with a ``value`` is read as a key there.
+        table = cast("dict[str, Any]", _ansi_sequences.ANSI_SEQUENCES_KEYS)
         if "\x1b\r" not in table:
-            table["\x1b\r"] = (SimpleNamespace(value="alt+enter"),)  # type: ignore[index]
+            table["\x1b\r"] = (SimpleNamespace(value="alt+enter"),)
     except Exception:  # a Textual without this table: Ctrl+J still works
         pass
 

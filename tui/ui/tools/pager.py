@@ -9,6 +9,7 @@ step through the matches, ``:`` jumps to a line, ``w`` wraps.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from textual import on, work
@@ -101,12 +102,12 @@ class OutputPager(ModalScreen[None]):
             return
         self.app.call_from_thread(self._ready)
 
-    def _report(self, callback: object) -> None:
+    def _report(self, callback: Callable[[], object]) -> None:
         """Hand progress to the event loop at most every ``PROGRESS_EVERY`` seconds."""
         now = time.monotonic()
         if now - self._last_report >= PROGRESS_EVERY or self.first_screen is None:
             self._last_report = now
-            self.app.call_from_thread(callback)  # type: ignore[arg-type]
+            self.app.call_from_thread(callback)
 
     def _grown(self) -> None:
         if not self.is_attached:

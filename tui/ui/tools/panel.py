@@ -22,7 +22,17 @@ from tui.ui.tools.block import ToolBlock, ToolCallState
 from tui.ui.tools.output import OutputBuffer
 
 if TYPE_CHECKING:
-    from tui.events import Event
+    from tui.events import (
+        ApprovalRequested,
+        ApprovalResolved,
+        Event,
+        ToolCallCompleted,
+        ToolCallRequested,
+        ToolCallSkipped,
+        ToolCallStarted,
+        ToolOutputChunk,
+        ToolProgress,
+    )
 
 PRUNE_ABOVE = 150
 PRUNE_TO = 100
@@ -51,6 +61,8 @@ class ToolPanel(TailFollowing):
         self.blocks: dict[str, ToolBlock] = {}
         self.pruned = 0
         self._hint: EmptyHint | None = None
+        self._table: dict[type[Event], Callable[[Any], ToolBlock | None]] | None = None
+        self._chunk_type: type[ToolOutputChunk] | None = None
 
     def on_mount(self) -> None:
         self._hint = EmptyHint("Tool calls appear here as they run: command, live output, exit.")
@@ -95,7 +107,7 @@ class ToolPanel(TailFollowing):
     def apply(self, events: list[Event], *, now_ms: float | None = None) -> None:
         touched: dict[str, ToolBlock] = {}
         output_only: set[str] = set()
-        pending: list[Any] = []
+        pending: list[ToolOutputChunk] = []
 
         def flush() -> None:
             # Join runs of chunks for one call and stream into one append.
@@ -117,12 +129,14 @@ class ToolPanel(TailFollowing):
                 touched.setdefault(call_id, block)
             pending.clear()
 
+        chunk_type, handlers = self._handlers()
         for event in events:
-            if event.kind == "tool_output":  # type: ignore[attr-defined]
+            if isinstance(event, chunk_type):
                 pending.append(event)
                 continue
             flush()
-            block = self._apply_state(event)
+            handler = handlers.get(type(event))
+            block = handler(event) if handler is not None else None
             if block is not None:
                 touched[block.state.call_id] = block
                 output_only.discard(block.state.call_id)
@@ -139,93 +153,125 @@ class ToolPanel(TailFollowing):
         if len(self.blocks) > PRUNE_ABOVE:
             self.prune()
 
-    def _apply_state(self, event: Any) -> ToolBlock | None:
-        # Dispatch on ``kind`` (see ChatPanel._apply_one).
-        kind = event.kind
-        if kind == "tool_requested":
-            block = self._block(event.tool_call_id, event.tool_name, event.loop_id)
-            state = block.state
-            state.arguments = _parse_arguments(event.arguments)
-            if isinstance(state.arguments, dict) and event.tool_name == "run_shell":
-                command = state.arguments.get("command")
-                state.command = command if isinstance(command, str) else state.command
-            return block
-        if kind == "approval_requested":
-            block = self._block(event.tool_call_id, event.tool_name, event.loop_id)
-            state = block.state
-            state.status = "waiting"
-            state.arguments = dict(event.arguments)
-            state.command = event.command if event.command is not None else state.command
-            state.risk = event.risk or state.risk
-            state.claimed_risk = event.claimed_risk
-            state.actor = event.actor
-            state.cwd, state.cwd_elsewhere = event.cwd, event.cwd_elsewhere
-            return block
-        if kind == "approval_resolved":
-            block = self.blocks.get(event.tool_call_id)
-            if block is None:
-                return None
-            state = block.state
-            state.decision = event.decision
-            state.decision_message = event.message
-            if event.decision in ("deny", "deny_with_message"):
-                state.status = "denied"
-            elif state.status == "waiting":
-                state.status = "requested"
-            return block
-        if kind == "tool_started":
-            block = self._block(event.tool_call_id, event.tool_name, event.loop_id)
-            state = block.state
-            state.status = "running"
-            state.arguments = dict(event.arguments)
-            state.command = event.command
-            state.actor = event.actor
-            state.cwd, state.cwd_elsewhere = event.cwd, event.cwd_elsewhere
-            state.risk = event.risk or state.risk
-            state.started_ms = event.ts
-            if isinstance(event.arguments.get("risk"), str):
-                state.claimed_risk = event.arguments["risk"]
-            return block
-        if kind == "tool_progress":
-            block = self.blocks.get(event.tool_call_id)
-            if block is None or block.state.finished:
-                return None
-            block.state.progress = event.fraction
-            block.state.progress_message = event.message
-            return block
-        if kind == "tool_skipped":
-            # A before-tool hook skipped it: it never ran, and this is its only end.
-            block = self._block(event.tool_call_id, event.tool_name, event.loop_id)
-            state = block.state
+    def _handlers(
+        self,
+    ) -> tuple[type[ToolOutputChunk], dict[type[Event], Callable[[Any], ToolBlock | None]]]:
+        """Output chunks' class (joined per frame, not handled one by one) and one handler per
+        other event class a block shows. Made on the first events: the UI's first frame never
+        waits for the event classes (or pydantic) to be imported."""
+        if self._table is None or self._chunk_type is None:
+            from tui.events import (
+                ApprovalRequested,
+                ApprovalResolved,
+                ToolCallCompleted,
+                ToolCallRequested,
+                ToolCallSkipped,
+                ToolCallStarted,
+                ToolOutputChunk,
+                ToolProgress,
+            )
+
+            self._chunk_type = ToolOutputChunk
+            self._table = {
+                ToolCallRequested: self._requested,
+                ApprovalRequested: self._approval_requested,
+                ApprovalResolved: self._approval_resolved,
+                ToolCallStarted: self._started,
+                ToolProgress: self._progress,
+                ToolCallSkipped: self._skipped,
+                ToolCallCompleted: self._completed,
+            }
+        return self._chunk_type, self._table
+
+    def _requested(self, event: ToolCallRequested) -> ToolBlock | None:
+        block = self._block(event.tool_call_id, event.tool_name, event.loop_id)
+        state = block.state
+        state.arguments = _parse_arguments(event.arguments)
+        if isinstance(state.arguments, dict) and event.tool_name == "run_shell":
+            command = state.arguments.get("command")
+            state.command = command if isinstance(command, str) else state.command
+        return block
+
+    def _approval_requested(self, event: ApprovalRequested) -> ToolBlock | None:
+        block = self._block(event.tool_call_id, event.tool_name, event.loop_id)
+        state = block.state
+        state.status = "waiting"
+        state.arguments = dict(event.arguments)
+        state.command = event.command if event.command is not None else state.command
+        state.risk = event.risk or state.risk
+        state.claimed_risk = event.claimed_risk
+        state.actor = event.actor
+        state.cwd, state.cwd_elsewhere = event.cwd, event.cwd_elsewhere
+        return block
+
+    def _approval_resolved(self, event: ApprovalResolved) -> ToolBlock | None:
+        block = self.blocks.get(event.tool_call_id)
+        if block is None:
+            return None
+        state = block.state
+        state.decision = event.decision
+        state.decision_message = event.message
+        if event.decision in ("deny", "deny_with_message"):
             state.status = "denied"
-            state.error_type = "hook"
-            state.summary = event.result.split("\n", 1)[0][:200]
-            state.output.close()
-            return block
-        if kind == "tool_completed":
-            block = self._block(event.tool_call_id, event.tool_name, event.loop_id)
-            state = block.state
-            if state.status != "denied":
-                if event.error_type == "Cancelled":
-                    state.status = "cancelled"
-                elif event.is_error:
-                    state.status = "error"
-                else:
-                    state.status = "ok"
-            state.duration_ms = event.duration_ms
-            state.approval_wait_ms = event.approval_wait_ms
-            state.exit_code = event.exit_code
-            state.error_type = event.error_type
-            state.summary = event.summary
-            state.truncated_chars = event.truncated_chars
-            state.full_output_path = event.full_output_path
-            state.cut_notes = list(event.cut_notes)
-            state.child_loop_id = event.child_loop_id
-            state.cwd_after = event.cwd
-            state.diff = event.diff
-            state.output.close()
-            return block
-        return None
+        elif state.status == "waiting":
+            state.status = "requested"
+        return block
+
+    def _started(self, event: ToolCallStarted) -> ToolBlock | None:
+        block = self._block(event.tool_call_id, event.tool_name, event.loop_id)
+        state = block.state
+        state.status = "running"
+        state.arguments = dict(event.arguments)
+        state.command = event.command
+        state.actor = event.actor
+        state.cwd, state.cwd_elsewhere = event.cwd, event.cwd_elsewhere
+        state.risk = event.risk or state.risk
+        state.started_ms = event.ts
+        if isinstance(event.arguments.get("risk"), str):
+            state.claimed_risk = event.arguments["risk"]
+        return block
+
+    def _progress(self, event: ToolProgress) -> ToolBlock | None:
+        block = self.blocks.get(event.tool_call_id)
+        if block is None or block.state.finished:
+            return None
+        block.state.progress = event.fraction
+        block.state.progress_message = event.message
+        return block
+
+    def _skipped(self, event: ToolCallSkipped) -> ToolBlock | None:
+        # A before-tool hook skipped it: it never ran, and this is its only end.
+        block = self._block(event.tool_call_id, event.tool_name, event.loop_id)
+        state = block.state
+        state.status = "denied"
+        state.error_type = "hook"
+        state.summary = event.result.split("\n", 1)[0][:200]
+        state.output.close()
+        return block
+
+    def _completed(self, event: ToolCallCompleted) -> ToolBlock | None:
+        block = self._block(event.tool_call_id, event.tool_name, event.loop_id)
+        state = block.state
+        if state.status != "denied":
+            if event.error_type == "Cancelled":
+                state.status = "cancelled"
+            elif event.is_error:
+                state.status = "error"
+            else:
+                state.status = "ok"
+        state.duration_ms = event.duration_ms
+        state.approval_wait_ms = event.approval_wait_ms
+        state.exit_code = event.exit_code
+        state.error_type = event.error_type
+        state.summary = event.summary
+        state.truncated_chars = event.truncated_chars
+        state.full_output_path = event.full_output_path
+        state.cut_notes = list(event.cut_notes)
+        state.child_loop_id = event.child_loop_id
+        state.cwd_after = event.cwd
+        state.diff = event.diff
+        state.output.close()
+        return block
 
     def tick(self, now_ms: float) -> None:
         for block in self.blocks.values():
