@@ -6,10 +6,10 @@ message per frame); everything the person does leaves through the session's narr
 and, while the person holds the mirrored pane's keyboard, the backend's ``send_keys``. Nothing
 here reaches into the loop's internals, and nothing blocks the event loop.
 
-The app is the layout, the keys and the session's lifecycle; its collaborators do the rest:
-``ApprovalFlow`` (the modals and the auto-approve window), ``PaneControl`` (the mirrored pane
-and its keyboard), ``UsageMeter`` (the status bar's counts), ``EventRouter`` (events to those,
-by class) and ``SlashCommands``.
+The app is the layout and the keys; its collaborators do the rest: ``SessionLink`` (attach,
+switch and replay sessions), ``ApprovalFlow`` (the modals and the auto-approve window),
+``PaneControl`` (the mirrored pane and its keyboard), ``UsageMeter`` (the status bar's counts),
+``EventRouter`` (events to those, by class), ``BlockActions`` and ``SlashCommands``.
 
 First paint comes before the agent: this module imports Textual and the light UI modules
 only. The session is opened (by the opener ``tui.cli`` gives it) after the first frame.
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +36,7 @@ from tui.locations import styles_dir
 from tui.ui.adapter import FRAME_SECONDS, BusAdapter
 from tui.ui.approval.flow import ApprovalFlow
 from tui.ui.attention import Attention
+from tui.ui.block_actions import BlockActions
 from tui.ui.chat.panel import ChatPanel
 from tui.ui.chat.todo import TodoList
 from tui.ui.commands import SlashCommandProvider, SlashCommands
@@ -52,7 +52,6 @@ from tui.ui.prompt.mentions import attach_mentions
 from tui.ui.session_link import SessionLink
 from tui.ui.status.bar import StatusBar
 from tui.ui.status.usage import UsageMeter
-from tui.ui.tools.block import ToolBlock
 from tui.ui.tools.output import SPILL
 from tui.ui.tools.panel import ToolPanel
 
@@ -62,6 +61,7 @@ if TYPE_CHECKING:
     from tui.events import ApprovalRequested, Event
     from tui.session import AgentSession, SessionFactory, SessionOpener, SettingsReload
     from tui.ui.approval.modal import ApprovalScreen
+    from tui.ui.autoapprove import AutoApprove
 
 STYLES = ("app.tcss", "chat.tcss", "tools.tcss", "mirror.tcss", "status.tcss", "prompt.tcss")
 
@@ -143,6 +143,7 @@ class AgentApp(App[int]):
         self.panes = PaneControl(self)
         self.usage = UsageMeter()
         self.commands = SlashCommands(self, self.approvals, self.panes)
+        self.block_actions = BlockActions(self, self.attention)
         self.link = SessionLink(
             self, self.panes, self.approvals, self.usage, self.attention, self._deliver, frame
         )
@@ -162,7 +163,7 @@ class AgentApp(App[int]):
         return self.approvals.open
 
     @property
-    def auto_approve(self) -> Any:
+    def auto_approve(self) -> AutoApprove:
         return self.approvals.auto_approve
 
     @property
@@ -402,54 +403,21 @@ class AgentApp(App[int]):
         """The mirror (and so the agent's pane) on the whole terminal, or back."""
         self.panels.toggle_zoom()
 
-    def _target_block(self) -> ToolBlock | None:
-        focused = self.focused
-        if isinstance(focused, ToolBlock):
-            return focused
-        return self.tools.latest()
-
     def action_toggle_latest(self) -> None:
-        block = self._target_block()
-        if block is not None:
-            block.expanded = not block.expanded
-            block.scroll_visible()
+        self.block_actions.toggle(self.focused)
 
     def action_latest_output(self) -> None:
-        block = self._target_block()
-        if block is not None:
-            self.open_pager(block.state.call_id)
+        self.block_actions.open_output(self.focused)
+
+    def open_pager(self, call_id: str) -> None:
+        self.block_actions.open_pager(call_id)
 
     def action_grants(self) -> None:
-        def closed(revoked: int | None) -> None:
-            if revoked:
-                self.chat.add_notice(f"revoked {revoked} grant{'s' if revoked > 1 else ''}")
-
-        from tui.ui.grants.screen import GrantsScreen, format_created
-
-        screen = GrantsScreen(self.session.grants, format_time=self.format_time or format_created)
-        self.push_screen(screen, closed)
+        self.commands.grants("")
 
     @on(ToolBlockAction)
     async def _block_action(self, message: ToolBlockAction) -> None:
-        block = self.tools.blocks.get(message.tool_call_id)
-        if message.action.startswith("copy_") and block is not None:
-            await self.attention.copy_block(block, message.action)
-        else:
-            self.open_pager(message.tool_call_id)
-
-    @work(group="pager", exclusive=True, exit_on_error=False, description="open the pager")
-    async def open_pager(self, call_id: str) -> None:
-        block = self.tools.blocks.get(call_id)
-        if block is None:
-            return
-        if block.state.output.spilling:
-            await asyncio.to_thread(SPILL.flush)
-        text, path, description = block.output_source()
-        state = block.state
-        title = f"{state.tool_name} · {state.command or json.dumps(state.arguments)[:200]}"
-        from tui.ui.tools.pager import OutputPager
-
-        await self.push_screen(OutputPager(title, text, path, description))
+        await self.block_actions.act(message.tool_call_id, message.action)
 
     # -- the pane --------------------------------------------------------------------------
 

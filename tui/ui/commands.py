@@ -200,7 +200,17 @@ class SlashCommands:
         host.push_screen(SessionsScreen(infos, host.session.session_id), chosen)
 
     def grants(self, argument: str) -> None:
-        self.host.action_grants()
+        """What is allowed always, to revoke (also Ctrl+G)."""
+        host = self.host
+
+        def closed(revoked: int | None) -> None:
+            if revoked:
+                host.chat.add_notice(f"revoked {revoked} grant{'s' if revoked > 1 else ''}")
+
+        from tui.ui.grants.screen import GrantsScreen, format_created
+
+        screen = GrantsScreen(host.session.grants, format_time=host.format_time or format_created)
+        host.push_screen(screen, closed)
 
     async def pane(self, argument: str) -> None:
         from tui.ui import pane_info

@@ -37,6 +37,7 @@ class AppHost(Protocol):
     panels: PanelLayout
     reload_settings: SettingsReload | None
     session_ready: asyncio.Event
+    format_time: Callable[[float], str] | None
 
     @property
     def session(self) -> AgentSession: ...
@@ -65,5 +66,3 @@ class AppHost(Protocol):
     async def switch_session(self, resume: str | None) -> None: ...
 
     async def ask_trust(self, trust: Any) -> bool: ...
-
-    def action_grants(self) -> None: ...
