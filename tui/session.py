@@ -1,8 +1,8 @@
-"""The composition root: settings in, a wired agent session out.
+"""``AgentSession``: the one object the full-screen app and headless mode talk to.
 
-This is the one place that knows every concrete class. Headless mode and the full-screen app
-both build an ``AgentSession`` here and then only talk to it: submit, steer, cancel, answer
-approvals, read the bus.
+``tui.wiring`` builds it (only the composition root, ``tui.cli``, asks it to); everyone else
+uses its narrow methods (submit, steer, cancel, answer an approval, run a person's command,
+switch model or mode, trust the workspace, …) and reads its bus, never its parts' insides.
 """
 
 from __future__ import annotations

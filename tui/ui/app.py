@@ -22,7 +22,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from textual import events, on, work
 from textual.app import App, ComposeResult
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from tui.session import AgentSession, SessionFactory, SessionOpener, SettingsReload
     from tui.ui.approval.modal import ApprovalScreen
     from tui.ui.autoapprove import AutoApprove
+    from tui.views import TrustView
 
 STYLES = ("app.tcss", "chat.tcss", "tools.tcss", "mirror.tcss", "status.tcss", "prompt.tcss")
 
@@ -251,7 +252,7 @@ class AgentApp(App[int]):
     async def _replay(self, saved: list[Event]) -> None:
         await self.apply_events(saved, replay=True)
 
-    async def ask_trust(self, trust: Any) -> bool:
+    async def ask_trust(self, trust: TrustView) -> bool:
         """Show what the workspace's files would change (its ``WorkspaceTrust``); True only if
         the person trusts it."""
         from tui.ui.trust.screen import TrustScreen

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from tui.ui.prompt.input import PromptInput
     from tui.ui.status.bar import StatusBar
     from tui.ui.tools.panel import ToolPanel
+    from tui.views import TrustView
 
 
 class AppHost(Protocol):
@@ -65,4 +66,4 @@ class AppHost(Protocol):
 
     async def switch_session(self, resume: str | None) -> None: ...
 
-    async def ask_trust(self, trust: Any) -> bool: ...
+    async def ask_trust(self, trust: TrustView) -> bool: ...
