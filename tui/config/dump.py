@@ -155,8 +155,8 @@ def _toml_value(value: Any) -> str:
 
 
 def _attribute_docs(cls: type) -> dict[str, str]:
-    """Docstrings under fields, for sections (like SecuritySettings) that do not turn on
-    pydantic's ``use_attribute_docstrings``."""
+    """Docstrings under fields, read from the source only when a config file is written:
+    pydantic's ``use_attribute_docstrings`` would parse every section's source at every start."""
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
         try:

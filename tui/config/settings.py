@@ -23,7 +23,7 @@ from tui.security.trust import TrustSettings
 class Settings(BaseModel):
     """Everything configurable, one attribute per TOML section."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     provider: ProviderSettings = Field(default_factory=ProviderSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)

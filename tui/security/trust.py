@@ -37,7 +37,7 @@ Why = Literal["loosens", "runs", "sends", "never"]
 class TrustedWorkspace(BaseModel):
     """One trusted workspace, as ``[[trust.workspaces]]`` in the user's config."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     path: str
     """The workspace's real path."""
@@ -52,7 +52,7 @@ class TrustSettings(BaseModel):
     """Workspaces whose own files the person has trusted (written by ``/trust`` and
     ``agent-tui trust``; never read from a workspace file)."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid")
 
     workspaces: list[TrustedWorkspace] = Field(default_factory=list)
 
