@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from tui.agent.admission import admit_message
 from tui.agent.providers.base import ImagePart, Message, ReasoningItem, ToolCall
 from tui.errors import AgentTuiError
-from tui.events import EVENT_ADAPTER, AnyEvent, Event
+from tui.events import AnyEvent, Event, event_adapter
 from tui.locations import data_dir
 from tui.views import SessionInfo
 
@@ -216,7 +216,7 @@ def _take(records: SessionRecords, raw: bytes) -> bool:
             records.messages = [message_from_json(m) for m in record["messages"]]
             records.compactions += 1
         elif record["type"] == "event":
-            records.events.append(EVENT_ADAPTER.validate_python(record["event"]))
+            records.events.append(event_adapter().validate_python(record["event"]))
         else:
             return False
     except (ValueError, KeyError, TypeError, AttributeError, ValidationError):
