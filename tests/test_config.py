@@ -16,11 +16,11 @@ from tui.config import (
     LoadedSettings,
     Settings,
     default_model,
-    dump_default_config,
     find_workspace_config,
     key_lines,
     load_settings,
 )
+from tui.config.dump import dump_default_config
 from tui.locations import config_dir
 from tui.security.grants import Grant, load_saved_grants, save_grants
 from tui.security.permissions import ApprovalMode, PermissionMode

@@ -17,13 +17,13 @@ accident, and what is in force is always what one file says).
 The package: ``sections/`` (one model per TOML table, by topic) and ``settings`` (their root);
 ``layers``, ``merge`` and ``load`` (layered loading); ``keys`` and ``locate`` (key paths and
 their lines, for errors with file:line); ``workspace`` (the part of a workspace file that
-applies before trust); ``dump`` (the commented default file). This module is the package's
-face: it names what the rest of agent-tui imports from ``tui.config``.
+applies before trust); ``dump`` (the commented default file, imported where it is
+written). This module is the package's face: it names what the rest of agent-tui imports
+from ``tui.config``.
 """
 
 from __future__ import annotations
 
-from tui.config.dump import dump_default_config
 from tui.config.errors import ConfigError
 from tui.config.load import USER_CONFIG_NAME, LoadedSettings, load_settings
 from tui.config.locate import key_lines
@@ -44,7 +44,6 @@ __all__ = [
     "SshSettings",
     "TmuxSettings",
     "default_model",
-    "dump_default_config",
     "find_workspace_config",
     "key_lines",
     "load_settings",

@@ -1,4 +1,4 @@
-"""``dump_default_config``: the commented ``config.toml`` that ``agent-tui config`` prints.
+"""``dump_default_config``: the commented default ``config.toml``, every key with its default.
 
 It is written from the models themselves (every section, key, default and field docstring),
 so a new setting appears in it without anyone remembering to document it twice.

@@ -1,7 +1,7 @@
 """``Settings``: everything configurable, one attribute per TOML section.
 
 The sections themselves live in ``tui.config.sections``, one module per topic; this root only
-gathers them in the order ``agent-tui config`` prints them.
+gathers them, in the order the default file (``tui.config.dump``) lists them.
 """
 
 from __future__ import annotations

@@ -9,12 +9,10 @@ made in unless saved with ``workspace = "*"``.
 from __future__ import annotations
 
 import time
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
-
-import tomlkit
-import tomlkit.items
 
 from tui.security.rules import Rule
 
@@ -82,7 +80,7 @@ class GrantStore:
 def load_saved_grants(path: Path) -> list[Grant]:
     if not path.exists():
         return []
-    document = tomlkit.parse(path.read_text(encoding="utf-8"))
+    document = tomllib.loads(path.read_text(encoding="utf-8"))
     approval = document.get("approval", {})
     grants = []
     for entry in approval.get("grants", []):
@@ -100,6 +98,9 @@ def load_saved_grants(path: Path) -> list[Grant]:
 
 def save_grants(path: Path, grants: list[Grant]) -> None:
     """Rewrite only ``[approval].grants``, keeping the rest of the file and its comments."""
+    import tomlkit  # keeps the file's comments and layout; ~10 ms only when a grant is saved
+    import tomlkit.items
+
     document = (
         tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
     )
