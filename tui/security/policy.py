@@ -42,7 +42,6 @@ from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.preview import call_preview
 from tui.security.ratelimit import RateLimiter
 from tui.security.reasons import mode_reason, rule_reason, secret_reason
-from tui.security.risk.assess import assess_command
 from tui.security.risk.context import RiskContext
 from tui.security.risk.verdict import RISK_ORDER, CommandRisk, Risk, max_risk
 from tui.security.rules import Rule, covers_all, first_match, parse_rules
@@ -263,6 +262,8 @@ class SecurityPolicy:
         if access.command is not None:
             if "\x00" in access.command:
                 raise PermissionDenied("the command contains a NUL byte")
+            from tui.security.risk.assess import assess_command  # the rater loads on first use
+
             risk = assess_command(access.command, self.risk_context)
             self._check_command_lists(tool, access.command, risk)
         needed = self.required_permission(access, risk, paths)

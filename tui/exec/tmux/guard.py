@@ -17,7 +17,6 @@ from __future__ import annotations
 import shlex
 
 from tui.exec.backend import BackendError
-from tui.security.risk.assess import assess_command
 
 _TMUX_GLOBAL_WITH_ARG = {"-L", "-S", "-f", "-c", "-T"}
 _TMUX_FORBIDDEN = {"new-session", "new", "kill-server", "kill-session", "kill-window", "kill-pane"}
@@ -67,6 +66,8 @@ def _tmux_subcommand(words: list[str]) -> str:
 
 def shared_shell_problem(command: str) -> str | None:
     """Why ``command`` must not be typed into a shared pane, or None when it may."""
+    from tui.security.risk.assess import assess_command  # the rater loads on first use
+
     for segment in assess_command(command).segments:
         words = _words(segment.text)
         first = words[0] if words else ""
