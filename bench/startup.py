@@ -16,7 +16,7 @@ and reported as a ratio too:
 Targets: first request ≤ 0.25 s, exit ≤ 50 ms after the final event, first frame ≤ 0.3 s,
 parallel sleeps ≤ 2.3 s.
 
-    python bench/startup.py [--rounds 7]
+    python bench/startup.py [--rounds 7] [--checkout DIR]
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ sys.path.insert(0, str(REPO))  # run as a script: make ``tests.scripted_server``
 from bench.loop import parallel_script
 from tests.scripted_server import RecordedRequest, ScriptedServer
 
-AGENT_TUI = str(Path(sys.executable).with_name("agent-tui"))
+AGENT_TUI = [str(Path(sys.executable).with_name("agent-tui"))]
+"""How agent-tui is started: the installed command, or ``python -m tui`` from ``--checkout``."""
 TARGETS = {"first request": 0.25, "exit": 0.050, "first frame": 0.3, "parallel sleeps": 2.3}
 FRAME_TEXT = b"Ask anything"
 """Drawn by the first frame at 80x24: the prompt's placeholder, there before the session is."""
@@ -89,7 +90,7 @@ class TimedServer(ScriptedServer):
 
 def headless_command(server: TimedServer, prompt: str, *extra: str) -> list[str]:
     return [
-        AGENT_TUI,
+        *AGENT_TUI,
         "-p",
         prompt,
         "--base-url",
@@ -211,9 +212,9 @@ def import_costs(command: list[str], workspace: Path, env: dict[str, str]) -> di
             sys.executable,
             "-X",
             "importtime",
-            "-c",
-            "from tui.cli import console; console()",
-            *command[1:],
+            "-m",
+            "tui",
+            *command[len(AGENT_TUI) :],
         ],
         cwd=workspace,
         env=env,
@@ -253,7 +254,12 @@ def paired(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument(
+        "--checkout", type=Path, help="time `python -m tui` from this checkout (e.g. an older one)"
+    )
     args = parser.parse_args()
+    if args.checkout is not None:
+        AGENT_TUI[:] = [sys.executable, "-m", "tui"]
     home = Path(tempfile.mkdtemp(prefix="agent-tui-startup-"))
     workspace = home / "workspace"
     workspace.mkdir()
@@ -268,6 +274,8 @@ def main() -> int:
     # An installed agent-tui runs from compiled bytecode; a checkout whose environment says
     # not to write it would time the compiler instead (the warm-up rounds write it).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if args.checkout is not None:
+        env["PYTHONPATH"] = str(args.checkout.resolve())
     python = sys.executable
     rows: list[tuple[str, float, str, float, float]] = []
     with TimedServer() as server:
@@ -306,7 +314,7 @@ def main() -> int:
         rows.append(("exit", ours, "python -c print(1)", base, ratio))
 
         def ours_frame() -> float:
-            command = [AGENT_TUI, "--base-url", server.openai_base_url, "--model", "bench"]
+            command = [*AGENT_TUI, "--base-url", server.openai_base_url, "--model", "bench"]
             return first_frame(command, workspace, env, FRAME_TEXT)
 
         ours, base, ratio = paired(max(3, args.rounds // 2), ours_frame, python_pass)
