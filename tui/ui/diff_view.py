@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import unicodedata
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from rich.style import Style
-from rich.syntax import Syntax
 from rich.text import Text
 
 from tui.diffs import FOLD_LINES, DiffLine, fold, fold_notice, number_width, parse
+
+if TYPE_CHECKING:
+    from rich.syntax import Syntax
 
 ADD_STYLE = Style(color="green", bold=True)
 REMOVE_STYLE = Style(color="red", bold=True)
@@ -47,6 +50,8 @@ def lexer_for(path: str) -> str:
     name = PurePosixPath(path.split(" ", 1)[0]).name
     if not name:
         return "text"
+    from rich.syntax import Syntax  # Pygments: ~12 ms, paid by the first diff, not the start
+
     try:
         return Syntax.guess_lexer(name, code="")
     except Exception:
@@ -67,6 +72,8 @@ def diff_text(
     """The diff as one ``Text``: old and new line numbers, sign, highlighted content."""
     lines = parse(diff)
     folded = fold(lines, limit if limit is not None else len(lines) + 1)
+    from rich.syntax import Syntax
+
     syntax = Syntax(
         "",
         lexer_for(path if path is not None else path_of(diff)),
