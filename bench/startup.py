@@ -5,7 +5,9 @@ and reported as a ratio too:
 
 * **first request**: exec of ``agent-tui -p`` → its first request reaching the loopback model
   server; baseline: a bare ``python -c`` that imports ``httpx`` and sends one request to the
-  same server (and ``python -c pass``, exec → exit).
+  same server (and ``python -c pass``, exec → exit), and the stack's floor: the same request
+  sent from ``asyncio`` after defining and validating one pydantic model, which any program
+  built on these three libraries pays before its first line of its own.
 * **exit**: the final ``stream-json`` event read on the pipe → the process reaped; baseline:
   the same for ``python -c 'print(1)'``.
 * **first frame**: exec of the full-screen app in an 80x24 pseudo-terminal → the first frame
@@ -68,6 +70,30 @@ class Bare(App[None]):
 Bare().run()
 """
 """The floor for a first frame: Textual itself drawing one line of text and an input."""
+
+
+FLOOR = """
+import asyncio
+import httpx
+from pydantic import BaseModel
+
+
+class Message(BaseModel):
+    role: str
+    content: str
+
+
+async def main():
+    message = Message(role="user", content="hi").model_dump()
+    body = {{"model": "bench", "stream": True, "messages": [message]}}
+    async with httpx.AsyncClient() as client:
+        await client.post({url!r}, json=body)
+
+
+asyncio.run(main())
+"""
+"""The floor under any first request here: asyncio, pydantic and httpx imported, one model
+defined and validated, one request sent; what agent-tui adds is the rest."""
 
 
 ESCAPES = re.compile(
@@ -291,6 +317,11 @@ def main() -> int:
             code = f"import httpx; httpx.post({url!r}, json={body})"
             return until_request(server, [python, "-c", code], workspace, env)
 
+        def floor_request() -> float:
+            server.add({"text": "hello"})
+            url = f"{server.openai_base_url}/chat/completions"
+            return until_request(server, [python, "-c", FLOOR.format(url=url)], workspace, env)
+
         def python_pass() -> float:
             return whole([python, "-c", "pass"], workspace, env)
 
@@ -299,6 +330,8 @@ def main() -> int:
             bare_request()
         ours, base, ratio = paired(args.rounds, ours_request, bare_request)
         rows.append(("first request", ours, "bare httpx request", base, ratio))
+        floor = median([floor_request() for _ in range(args.rounds)])
+        rows.append(("  beside the floor", ours, "asyncio+pydantic+httpx", floor, ours / floor))
         passed = median([python_pass() for _ in range(args.rounds)])
         rows.append(("  beside python -c pass", ours, "python -c pass", passed, ours / passed))
 
