@@ -25,9 +25,12 @@ from tui import __version__
 if TYPE_CHECKING:
     from tui.config import LoadedSettings
     from tui.exec.backend import ExecutionBackend
+    from tui.exec.local import LocalBackend
+    from tui.security.approval import Approver
     from tui.security.trust import WorkspaceTrust
     from tui.session import AgentSession, SessionFactory
     from tui.targets import Target
+    from tui.tools.base import Tool
     from tui.ui.app import AgentApp
 
 EXIT_OK = 0
@@ -148,7 +151,7 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def load(workspace: Path, args: argparse.Namespace) -> Any:
+def load(workspace: Path, args: argparse.Namespace) -> LoadedSettings:
     """Settings for this run; the workspace's own loosening settings only when trusted."""
     from tui.config import load_settings
 
@@ -268,7 +271,7 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
     return fail(outcome.error or (printer.errors[-1] if printer.errors else "the run failed"))
 
 
-def approver_for(workspace: Path, mode: str) -> Any:
+def approver_for(workspace: Path, mode: str) -> Approver:
     """Who answers approvals with no app: the person on the controlling terminal when there
     is one (``/dev/tty``, never stdin), else no one — every request then fails closed with a
     message naming ``--approval-mode``."""
@@ -421,7 +424,7 @@ def list_sessions(workspace: Path) -> int:
     return EXIT_OK
 
 
-def cli_tools(workspace: Path, loaded: Any) -> tuple[list[Any], Any]:
+def cli_tools(workspace: Path, loaded: LoadedSettings) -> tuple[list[Tool[Any]], LocalBackend]:
     """The tool set of ``agent-tui tools`` and ``agent-tui tool``: the agent's own
     (``session.agent_tools``) for a session on this machine, and the backend they run on."""
     from tui.exec.local import LocalBackend
@@ -503,7 +506,7 @@ def console() -> None:
     """
     # httpx imports its own command-line client (click, rich, pygments: ~35 ms) whenever
     # they are installed; agent-tui never uses it, and without it httpx defines a stub.
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[assignment]
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     code = main()
     from tui.spill import SPILL
 

@@ -13,13 +13,13 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui.agent.live_settings import LiveSettings
 from tui.agent.loop import AgentLoop, TurnOutcome
 from tui.agent.providers.base import Provider, ProviderError
 from tui.agent.scheduler import JobOutcome
-from tui.agent.transcript import SessionInfo, SessionStore, Transcript
+from tui.agent.transcript import SessionStore, Transcript
 from tui.bus import EventBus
 from tui.config import LoadedSettings
 from tui.errors import AgentTuiError
@@ -33,7 +33,10 @@ from tui.security.policy import SecurityPolicy
 from tui.security.trust import WorkspaceTrust
 from tui.tools.context import ToolContext
 from tui.tools.registry import ToolRegistry
-from tui.views import GrantList
+from tui.views import GrantList, SessionInfo
+
+if TYPE_CHECKING:
+    from tui.exec.tmux.mirror import PaneMirror
 
 SessionFactory = Callable[[str | None, ExecutionBackend], "AgentSession"]
 """Builds a fresh (``None``) or resumed session on the same backend: ``/clear``, ``/resume``."""
@@ -79,7 +82,7 @@ class AgentSession:
     """Providers made for named sub-agents' overrides, closed with the session's."""
     user_commands: dict[str, asyncio.Event] = field(default_factory=dict)
     """The person's own ``!`` commands still running, each with the event that cancels it."""
-    pane_pump: Any = None
+    pane_pump: PaneMirror | None = None
     """The ``PaneMirror`` publishing frames of the agent's tmux pane, while the app shows it."""
 
     async def start_extensions(self) -> None:

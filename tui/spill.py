@@ -79,9 +79,9 @@ class SpillWriter:
         while True:
             item = self._queue.get()
             if item is None:
-                for handle in files.values():
+                for open_file in files.values():
                     with contextlib.suppress(OSError):
-                        handle.flush()
+                        open_file.flush()
                 with self._lock:
                     markers, self._markers = self._markers, []
                 for marker in markers:
@@ -90,9 +90,9 @@ class SpillWriter:
             path, text = item
             try:
                 if text is None:
-                    handle = files.pop(path, None)
-                    if handle is not None:
-                        handle.close()
+                    closing = files.pop(path, None)
+                    if closing is not None:
+                        closing.close()
                     continue
                 handle = files.get(path)
                 if handle is None:

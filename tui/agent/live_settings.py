@@ -64,7 +64,7 @@ class LiveSettings:
 
             def set_model(value: str) -> None:
                 self.settings.provider.model = value
-                loop.provider.model = value  # type: ignore[attr-defined]
+                loop.provider.model = value
 
             def set_max_tokens(value: int | None) -> None:
                 self.settings.provider.max_tokens = loop.settings.max_tokens = value

@@ -236,9 +236,9 @@ class AgentLoop:
                     continue  # the user said more while the model answered: keep going
                 if self.settings.require_structured_output:
                     if reminders >= STRUCTURED_OUTPUT_REMINDERS:
-                        error = "the model kept answering without calling structured_output"
-                        self.emit(ErrorEvent(message=error, title="structured output"))
-                        return TurnOutcome("error", completed.text, turn, error=error)
+                        reason = "the model kept answering without calling structured_output"
+                        self.emit(ErrorEvent(message=reason, title="structured output"))
+                        return TurnOutcome("error", completed.text, turn, error=reason)
                     reminders += 1
                     self._append(Message(role="user", content=STRUCTURED_OUTPUT_REMINDER))
                     continue
@@ -339,9 +339,10 @@ class AgentLoop:
         return True
 
     async def _request_once(self) -> Completed | None:
-        self._stream_task = asyncio.ensure_future(self._stream())
+        stream = asyncio.ensure_future(self._stream())
+        self._stream_task = stream
         try:
-            return await self._stream_task
+            return await stream
         except asyncio.CancelledError:
             if self._cancel.is_set():
                 return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import platform
+from collections.abc import Sequence
 from pathlib import Path
 
 BASE_PROMPT = """You are agent-tui, an agent that does ops and coding work through tools.
@@ -40,7 +41,7 @@ def agents_files(workspace: Path) -> list[Path]:
 
 
 def build_system_prompt(
-    workspace: Path, *, actor: str = "local", extra: str | None = None, tools: list[str] = ()
+    workspace: Path, *, actor: str = "local", extra: str | None = None, tools: Sequence[str] = ()
 ) -> str:
     now = datetime.datetime.now().astimezone()
     parts = [

@@ -18,6 +18,7 @@ in the file, and resuming starts from this form, then adds the messages recorded
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import datetime as dt
 import hashlib
@@ -355,7 +356,7 @@ class SessionStore:
             "(`agent-tui sessions` lists them all)"
         )
 
-    def list(self, workspace: Path | None = None) -> list[SessionInfo]:
+    def list(self, workspace: Path | None = None) -> builtins.list[SessionInfo]:
         """Sessions of one workspace (or all), most recently updated first."""
         infos = []
         for path in self._files(workspace):
@@ -372,16 +373,16 @@ class SessionStore:
     def read(self, session_id: str) -> SessionRecords:
         return read_records(self.find(session_id))
 
-    def load_messages(self, session_id: str) -> list[Message]:
+    def load_messages(self, session_id: str) -> builtins.list[Message]:
         """The conversation to hand back to the model when resuming."""
         return self.read(session_id).messages
 
-    def load_events(self, session_id: str) -> list[AnyEvent]:
+    def load_events(self, session_id: str) -> builtins.list[AnyEvent]:
         """The events to replay into the UI; unreadable lines are skipped (``read`` counts
         them)."""
         return self.read(session_id).events
 
-    def _files(self, workspace: Path | None) -> list[Path]:
+    def _files(self, workspace: Path | None) -> builtins.list[Path]:
         pattern = f"*{SUFFIX}" if workspace is not None else f"*/*{SUFFIX}"
         base = self.workspace_dir(workspace) if workspace is not None else self.root
         return [path for path in base.glob(pattern) if path.is_file()] if base.is_dir() else []

@@ -151,7 +151,7 @@ def _toml_value(value: Any) -> str:
         value = value.value
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(item) for item in value) + "]"
-    return tomlkit.item(value).as_string()
+    return str(tomlkit.item(value).as_string())
 
 
 def _attribute_docs(cls: type) -> dict[str, str]:

@@ -8,6 +8,7 @@ made in unless saved with ``workspace = "*"``.
 
 from __future__ import annotations
 
+import builtins
 import time
 import tomllib
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ class GrantStore:
         here = [g for g in self._grants if g.applies_to(self.workspace)]
         return sorted(here, key=lambda g: (g.scope != "session", g.created))
 
-    def rules(self) -> list[Rule]:
+    def rules(self) -> builtins.list[Rule]:
         return [g.rule for g in self.list()]
 
     def add(self, rule: Rule, scope: Scope = "session", *, workspace: str | None = None) -> Grant:

@@ -535,7 +535,7 @@ def hook_verdict(
 
 def _claimed(label: str | None) -> Risk:
     if label in RISK_ORDER:
-        return label  # type: ignore[return-value]
+        return label
     return "low"
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from tui.security.access import ToolAccess
+from tui.security.access import ToolAccess as ToolAccess  # a tool author's one import
 from tui.security.permissions import PermissionMode
 from tui.tools.truncation import TruncationRule
 

@@ -26,7 +26,9 @@ from tui.security.addresses import Address
 from tui.security.hosts import HostPolicy
 from tui.tools.tls import tls_context
 
-SocketOption = tuple[int, int, int | bytes] | tuple[int, int, None, int]
+SocketOption = (
+    tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
+)
 
 USER_AGENT = "agent-tui/0.1 (+https://github.com)"
 """What every HTTP request a tool sends (web tools, OpenAPI operations) says it is."""

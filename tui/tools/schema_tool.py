@@ -49,8 +49,9 @@ class SchemaTool(Tool[P]):
     def _validator(self) -> Any:
         """None when the foreign schema is itself broken: then arguments pass unchecked and
         the far side judges them, rather than the tool being unusable."""
-        import jsonschema  # ~30 ms: paid on the first call, not at every start
-        from jsonschema.exceptions import SchemaError
+        # ~30 ms: paid on the first call, not at every start
+        import jsonschema  # type: ignore[import-untyped]
+        from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
 
         default = jsonschema.Draft202012Validator
         cls = jsonschema.validators.validator_for(self.input_schema, default)

@@ -38,8 +38,9 @@ def load_json_schema(path: Path) -> dict[str, Any]:
         raise JsonSchemaError(f"{path} is not valid JSON: {error}") from None
     if not isinstance(schema, dict):
         raise JsonSchemaError(f"{path} must hold a JSON object (a JSON Schema)")
-    import jsonschema  # ~30 ms: only runs that ask for a schema pay it
-    from jsonschema.exceptions import SchemaError
+    # ~30 ms: only runs that ask for a schema pay it
+    import jsonschema  # type: ignore[import-untyped]
+    from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
 
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
@@ -59,17 +60,17 @@ class StructuredOutputTool(SchemaTool[RawParams]):
     name = "structured_output"
     label = "Final answer"
     permission = PermissionMode.READ_ONLY
-
-    def __init__(self, schema: dict[str, Any]) -> None:
-        self.wrapped = schema.get("type") != "object"
-        super().__init__(answer_schema(schema))
-        self.description = """Give your final answer as JSON matching this tool's parameters.
+    description = """Give your final answer as JSON matching this tool's parameters.
 
 The caller needs machine-readable output: your answer is only delivered through this tool.
 When to use: once, when the task is done, with the complete answer.
 When NOT to use: for progress notes (use send_user_message) or partial answers.
 Disambiguation: calling it ends your turn; a rejected answer lists what to fix, then call again.
 Examples: call it with the fields the schema requires, filled in."""
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.wrapped = schema.get("type") != "object"
+        super().__init__(answer_schema(schema))
 
     def access(self, params: RawParams) -> ToolAccess:
         return ToolAccess(permission=PermissionMode.READ_ONLY, acting=False)

@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 from tui.ui.mirror.follow import PaneSizeFollower
-from tui.ui.mirror.keys import KeysNotSent, Typed, forward
+from tui.ui.mirror.keys import KeysNotSent, PaneKeyboard, Typed, forward
 
 if TYPE_CHECKING:
     from tui.session import AgentSession
@@ -161,6 +161,10 @@ class PaneControl:
     async def _send(self) -> None:
         """Send what was typed, in order; a failure is said once per take-over, never ends it."""
         backend = self.host.session.backend
+        if not isinstance(backend, PaneKeyboard):  # ``take`` already refused such a backend
+            self._keys.clear()
+            self._sending = False
+            return
         try:
             while self._keys and self.target is not None:
                 batch = list(self._keys)

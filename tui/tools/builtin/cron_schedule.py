@@ -197,7 +197,7 @@ def next_cron_run(schedule: Schedule, after: float) -> float | None:
     """
     assert schedule.cron is not None
     hourly = schedule.cron.split(" ")[1] == "*"
-    from croniter import croniter  # type: ignore[import-untyped]
+    from croniter import croniter
 
     try:
         zone = schedule.zone

@@ -97,7 +97,7 @@ class ToolSearchTool(Tool[ToolSearchParams]):
             self._words[tool.name] = cached
         return cached[1]
 
-    @property  # type: ignore[override]
+    @property
     def description(self) -> str:  # type: ignore[override]
         """Built when the definitions are: the loop rebuilds those whenever the set of loaded
         tools changes, so the count and sources it names stay current."""

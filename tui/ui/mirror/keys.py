@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from textual import events
 
@@ -121,6 +121,7 @@ def coalesce(items: Sequence[Typed]) -> list[Typed]:
     return merged
 
 
+@runtime_checkable
 class PaneKeyboard(Protocol):
     """What a take-over needs from a tmux backend (``TmuxBackend`` has all three)."""
 

@@ -170,7 +170,7 @@ class ToolBlock(Widget, can_focus=True):
     """
 
     BINDINGS = [
-        Binding("enter,space", "toggle", "Expand", show=False),
+        Binding("enter,space", "toggle_expanded", "Expand", show=False),
         Binding("o", "pager", "Full output", show=False),
         Binding("c", "copy('copy_command')", "Copy command", show=False),
         Binding("y", "copy('copy_output')", "Copy output", show=False),
@@ -512,7 +512,7 @@ class ToolBlock(Widget, can_focus=True):
         if self.is_mounted:
             self.sync(self.clock_ms() if self.clock_ms else None)
 
-    def action_toggle(self) -> None:
+    def action_toggle_expanded(self) -> None:
         self.expanded = not self.expanded
 
     def action_pager(self) -> None:

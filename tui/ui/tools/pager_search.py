@@ -42,8 +42,8 @@ class SearchResult:
     """The matches found so far; grows while the search streams."""
 
     needle: str
-    lines: array.array = field(default_factory=lambda: array.array("q"))
-    ranks: array.array = field(default_factory=lambda: array.array("q"))
+    lines: array.array[int] = field(default_factory=lambda: array.array("q"))
+    ranks: array.array[int] = field(default_factory=lambda: array.array("q"))
     total: int = 0
     scanned: int = 0
     done: bool = False
