@@ -1,4 +1,5 @@
-"""The house rules hold: the import contracts in pyproject.toml, and no module over 600 lines.
+"""The house rules hold: the import contracts in pyproject.toml, no module over 600 lines, and
+the types check (``mypy --strict``).
 
 The contracts (layers from the command line down to the events, a UI that talks only to the
 session, no terminal library outside the UI, execution and security below the tools, no import
@@ -22,19 +23,24 @@ def lint_imports() -> str:
     return str(beside) if beside.exists() else (shutil.which("lint-imports") or str(beside))
 
 
-def test_import_contracts_hold() -> None:
+def check(command: list[str]) -> tuple[int, str]:
+    """Run a checker on this checkout (its own graph and files, not an install's)."""
     done = subprocess.run(
-        [lint_imports(), "--no-cache"],
+        command,
         cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},  # this checkout's graph, not an install's
+        env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
         check=False,
     )
-    report = done.stdout + done.stderr
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_import_contracts_hold() -> None:
+    code, report = check([lint_imports(), "--no-cache"])
     assert "Contracts:" in report, report[-2000:]
-    assert done.returncode == 0 and "0 broken" in report, report[report.find("Broken") :][:6000]
+    assert code == 0 and "0 broken" in report, report[report.find("Broken") :][:6000]
 
 
 def test_no_module_over_600_lines() -> None:
@@ -45,3 +51,12 @@ def test_no_module_over_600_lines() -> None:
     assert len(sizes) > 100  # the walk found the package
     over = {name: lines for name, lines in sizes.items() if lines > MAX_LINES}
     assert over == {}, f"modules over {MAX_LINES} lines: {over}"
+
+
+def test_types_check(tmp_path: Path) -> None:
+    """``mypy --strict`` (``[tool.mypy]``) over the package: a narrow method's promise to its
+    callers is only as good as the types that say what it takes and gives."""
+    code, report = check(
+        [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache"), "tui"]
+    )
+    assert code == 0 and "Success: no issues found" in report, report[-6000:]
