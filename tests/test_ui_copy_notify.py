@@ -147,6 +147,18 @@ async def test_c_and_y_on_a_tool_block_copy_its_command_and_output(workspace: Pa
         assert "copied 7 characters of the output" in toasts(app)
 
 
+async def test_enter_and_space_on_a_tool_block_expand_and_fold_it(workspace: Path) -> None:
+    app = AgentApp(make_session(workspace, None), cursor_blink=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        block = await _bang(pilot, app, "seq 1 40")
+        folded = block.size.height
+        block.focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: block.expanded and block.size.height > folded, "expanded")
+        await pilot.press("space")
+        await until(pilot, lambda: not block.expanded and block.size.height == folded, "folded")
+
+
 async def test_y_copies_the_whole_saved_output_not_the_kept_tail(workspace: Path) -> None:
     app = AgentApp(make_session(workspace, None), cursor_blink=False)
     async with app.run_test(size=(120, 40)) as pilot:
