@@ -154,6 +154,16 @@ def run_cli(server: ScriptedServer, workspace: Path, calls: int) -> float:
         str(calls + 1),
     ]
     env = dict(os.environ, OPENAI_API_KEY="bench-key")
+    elapsed, done = timed_run(command, workspace, env)
+    if done.returncode != 0 or done.stdout.strip() != b"all done":
+        raise SystemExit(f"agent-tui failed ({done.returncode}): {done.stderr.strip()!r}")
+    return elapsed
+
+
+def timed_run(
+    command: list[str], workspace: Path, env: dict[str, str]
+) -> tuple[float, subprocess.CompletedProcess[bytes]]:
+    """Exec → exit of ``command`` in its own session, no input, output kept, in seconds."""
     started = time.perf_counter()
     done = subprocess.run(
         command,
@@ -161,14 +171,10 @@ def run_cli(server: ScriptedServer, workspace: Path, calls: int) -> float:
         env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
-        text=True,
         start_new_session=True,
         check=False,
     )
-    elapsed = time.perf_counter() - started
-    if done.returncode != 0 or done.stdout.strip() != "all done":
-        raise SystemExit(f"agent-tui failed ({done.returncode}): {done.stderr.strip()}")
-    return elapsed
+    return time.perf_counter() - started, done
 
 
 # -- main --------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: make ``tests.scripted_server`` importable
 
-from bench.loop import parallel_script
+from bench.loop import parallel_script, timed_run
 from tests.scripted_server import RecordedRequest, ScriptedServer
 
 AGENT_TUI = [str(Path(sys.executable).with_name("agent-tui"))]
@@ -215,17 +215,7 @@ def first_frame(command: list[str], workspace: Path, env: dict[str, str], text: 
 
 
 def whole(command: list[str], workspace: Path, env: dict[str, str]) -> float:
-    started = time.monotonic()
-    done = subprocess.run(
-        command,
-        cwd=workspace,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        start_new_session=True,
-        check=False,
-    )
-    elapsed = time.monotonic() - started
+    elapsed, done = timed_run(command, workspace, env)
     if done.returncode != 0:
         raise SystemExit(f"{command[0]} failed ({done.returncode}): {done.stderr[-400:]!r}")
     return elapsed

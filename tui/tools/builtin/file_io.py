@@ -171,22 +171,40 @@ async def write_bytes(ctx: ToolContext, path: Path, raw: str, data: bytes) -> No
         raise ExecutionFailed(f"cannot write {raw}: {error.strerror or error}") from None
 
 
-async def read_existing(ctx: ToolContext, path: Path, raw: str) -> bytes | None:
-    """The current bytes of a file about to be replaced, or None when it does not exist yet."""
+async def read_existing(
+    ctx: ToolContext,
+    path: Path,
+    raw: str,
+    *,
+    wanted: str = "a file path",
+    must_read: bool = False,
+) -> bytes | None:
+    """The current bytes of a file about to be replaced, or None when it does not exist yet.
+
+    ``must_read``: a file that exists but cannot be read is an error rather than None, for
+    a change that edits what is there (a notebook insert must never replace a notebook it
+    could not read); otherwise the write that follows reports the real problem.
+    """
     try:
         return await ctx.backend.read_file(str(path))
     except FileNotFoundError:
         return None
     except IsADirectoryError:
-        raise InvalidArguments(f"{raw} is a directory; give a file path") from None
+        raise InvalidArguments(f"{raw} is a directory; give {wanted}") from None
     except NotADirectoryError:
         raise ExecutionFailed(
             f"cannot write {raw}: a part of its folder path is an existing file"
         ) from None
     except BackendError as error:
         raise ExecutionFailed(f"{ctx.backend.actor}: {error.msg}") from None
-    except OSError:
-        return None  # unreadable but maybe writable: the write reports the real problem
+    except PermissionError:
+        if not must_read:
+            return None
+        raise ExecutionFailed(f"cannot read {raw}: permission denied by the file system") from None
+    except OSError as error:
+        if not must_read:
+            return None
+        raise ExecutionFailed(f"cannot read {raw}: {error.strerror or error}") from None
 
 
 def encode_text(text: str, what: str) -> bytes:

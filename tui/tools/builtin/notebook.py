@@ -27,7 +27,6 @@ from pydantic import Field
 
 from tui.diffs import unified_diff
 from tui.errors import ExecutionFailed, InvalidArguments
-from tui.exec.backend import BackendError
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.builtin.file_io import (
@@ -35,6 +34,7 @@ from tui.tools.builtin.file_io import (
     encode_text,
     not_found,
     plural,
+    read_existing,
     write_bytes,
 )
 from tui.tools.context import ToolContext
@@ -312,7 +312,9 @@ Examples: {"path": "analysis.ipynb", "action": "insert", "cell_index": 0, "cell_
         return ToolResult(text, details)
 
     async def _load(self, ctx: ToolContext, path: Path, params: NotebookEditParams) -> Loaded:
-        data = await _read_if_present(ctx, path, params.path)
+        data = await read_existing(
+            ctx, path, params.path, wanted="the path of a .ipynb file", must_read=True
+        )
         if data is None:
             if params.action != "insert":
                 raise await not_found(
@@ -382,25 +384,6 @@ Examples: {"path": "analysis.ipynb", "action": "insert", "cell_index": 0, "cell_
         if old.get("cell_type") == "code" and (old.get("outputs") or old.get("execution_count")):
             cleared = f", its {plural(len(old.get('outputs', [])), 'output')} cleared"
         return f"Replaced cell {index} ({change}{cleared})", before, after
-
-
-async def _read_if_present(ctx: ToolContext, path: Path, raw: str) -> bytes | None:
-    """The notebook's bytes, or None when there is no file (an unreadable one is an error:
-    an insert must never replace a notebook it could not read)."""
-    try:
-        return await ctx.backend.read_file(str(path))
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError:
-        raise InvalidArguments(f"{raw} is a directory; give the path of a .ipynb file") from None
-    except NotADirectoryError:
-        raise ExecutionFailed(f"{raw}: a part of its folder path is an existing file") from None
-    except PermissionError:
-        raise ExecutionFailed(f"cannot read {raw}: permission denied by the file system") from None
-    except BackendError as error:
-        raise ExecutionFailed(f"{ctx.backend.actor}: {error.msg}") from None
-    except OSError as error:
-        raise ExecutionFailed(f"cannot read {raw}: {error.strerror or error}") from None
 
 
 def notebook_tools() -> list[Tool[Any]]:
