@@ -227,6 +227,8 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
             backend=target.backend,
             local_paths=target.local_paths,
             target_home=target.home,
+            sandbox=target.sandbox,
+            unsandboxed=target.unsandboxed,
         )
     except (SessionNotFound, JsonSchemaError) as error:
         await target.backend.close()
@@ -387,6 +389,8 @@ class AppSessions:
                 backend=target.backend,
                 local_paths=target.local_paths,
                 target_home=target.home,
+                sandbox=target.sandbox,
+                unsandboxed=target.unsandboxed,
             )
         except (SessionNotFound, JsonSchemaError) as error:
             await target.backend.close()
@@ -410,6 +414,8 @@ class AppSessions:
             backend=backend,
             local_paths=target.local_paths,
             target_home=target.home,
+            sandbox=target.sandbox,
+            unsandboxed=target.unsandboxed,
         )
 
 
@@ -456,6 +462,7 @@ async def run_tool(workspace: Path, args: argparse.Namespace) -> int:
     from tui.events import ToolOutputChunk
     from tui.security.permissions import ApprovalMode
     from tui.security.policy import SecurityPolicy
+    from tui.targets import make_sandbox
     from tui.tools.context import ToolContext
     from tui.tools.registry import ToolRegistry
 
@@ -465,12 +472,19 @@ async def run_tool(workspace: Path, args: argparse.Namespace) -> int:
         return fail(error.msg, EXIT_USAGE)
     tools, backend = cli_tools(workspace, loaded)
     mode = args.tool_approval_mode
+    sandbox = make_sandbox(loaded.settings, workspace)
+    said = await sandbox.start()
+    if said:
+        print(f"agent-tui: {said}", file=sys.stderr)
+    backend.sandbox = sandbox
     policy = SecurityPolicy(
         workspace,
         loaded.settings.security,
         approval_mode=ApprovalMode(mode),
         approver=approver_for(workspace, mode),
+        sandbox=sandbox.facts(),
     )
+    sandbox.approval_mode = lambda: policy.approval_mode
     registry = ToolRegistry(tools)
 
     def show(event: object) -> None:
@@ -488,6 +502,7 @@ async def run_tool(workspace: Path, args: argparse.Namespace) -> int:
             if closer is not None:
                 await closer()
         await backend.close()
+        await sandbox.close()
     if result.is_error:
         print(result.text, file=sys.stderr)
         return EXIT_FAILED

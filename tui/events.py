@@ -89,6 +89,9 @@ class ToolCallStarted(Event):
     workspace, as for every call on a backend without one)."""
     cwd_elsewhere: bool = False
     """``cwd`` is not the workspace: shown highlighted."""
+    sandbox: str | None = None
+    """Where its command runs: ``sandbox: workspace, no network``, ``OUTSIDE the sandbox``,
+    ``no sandbox: the rater decides`` (None: the call runs no command)."""
 
 
 class ToolOutputChunk(Event):
@@ -183,6 +186,8 @@ class ApprovalRequested(Event):
     """Where it will run: the shared shell's directory (None: the workspace)."""
     cwd_elsewhere: bool = False
     """``cwd`` is not the workspace: the modal highlights it."""
+    sandbox: str | None = None
+    """Where the command would run, as ``ToolCallStarted.sandbox`` says it."""
     diff: str | None = None
     """What a file tool would change, as a unified diff of the file read when asking (a new
     file: all of it added); None when the tool has nothing to show or the file is unreadable

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from tui.agent.scheduler import JobOutcome, Scheduler, backend_command_runner
 from tui.config import LoadedSettings, McpServerSettings
 from tui.events import Event, Notice
+from tui.exec.sandbox.sandbox import Confine
 from tui.locations import data_dir
 from tui.security.own_environ import process_environ
 from tui.tools.adapters.mcp.config import load_project_servers
@@ -54,6 +55,7 @@ class Extensions:
         env: the safe environment MCP servers start with.
         local: whether the workspace is on this machine (a remote one has no ``.mcp.json``
             here to read).
+        confine: puts stdio MCP servers in the sandbox (None: no sandbox here).
     """
 
     def __init__(
@@ -65,6 +67,7 @@ class Extensions:
         *,
         env: dict[str, str],
         local: bool = True,
+        confine: Confine | None = None,
     ) -> None:
         self.loaded = loaded
         self.settings = loaded.settings
@@ -102,6 +105,7 @@ class Extensions:
                 untrusted=untrusted,
                 sources=sources,
                 on_tools_changed=self._server_tools_changed,
+                confine=confine,
             )
         self._mcp_defer = {name for name, s in servers.items() if s.defer}
         self._openapi: list[AdapterSource] = []

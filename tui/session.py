@@ -36,6 +36,7 @@ from tui.tools.registry import ToolRegistry
 from tui.views import GrantList, SessionInfo
 
 if TYPE_CHECKING:
+    from tui.exec.sandbox.sandbox import Sandbox
     from tui.exec.tmux.mirror import PaneMirror
 
 SessionFactory = Callable[[str | None, ExecutionBackend], "AgentSession"]
@@ -84,6 +85,9 @@ class AgentSession:
     """The person's own ``!`` commands still running, each with the event that cancels it."""
     pane_pump: PaneMirror | None = None
     """The ``PaneMirror`` publishing frames of the agent's tmux pane, while the app shows it."""
+    sandbox: Sandbox | None = None
+    """This machine's sandbox (commands on a local target, hooks and MCP servers)."""
+    _mode_change: asyncio.Task[None] | None = None
 
     async def start_extensions(self) -> None:
         """Start MCP servers and load OpenAPI specs (never raises; problems are notices)."""
@@ -162,7 +166,29 @@ class AgentSession:
         Raises:
             ValueError: ``name`` is not an approval mode.
         """
-        self.policy.approval_mode = ApprovalMode(name)
+        mode = ApprovalMode(name)
+        changed = mode is not self.policy.approval_mode
+        self.policy.approval_mode = mode
+        if changed and self.policy.sandbox.active and self.backend.SUPPORTS_TMUX:
+            # The watched shell moves into the new mode's walls now, not at the next command,
+            # so what the person takes over is what the mirror's title says.
+            self._mode_change = asyncio.ensure_future(self._restart_shell())
+
+    async def _restart_shell(self) -> None:
+        refresh = getattr(self.backend, "refresh_sandbox", None)
+        if refresh is None:
+            return
+        try:
+            notices = await refresh()
+        except AgentTuiError as error:
+            notices = [f"could not restart the shell in the new sandbox: {error.msg}"]
+        for notice in notices:
+            self.bus.publish(Notice(message=notice, level="warning"))
+
+    @property
+    def sandbox_status(self) -> str:
+        """Where commands run now, for the status bar: the mode's walls or "no sandbox"."""
+        return self.policy.where_label(None)
 
     @property
     def context_window(self) -> int | None:
@@ -359,6 +385,8 @@ class AgentSession:
             except Exception as error:  # one tool failing to close must not stop the rest
                 self.bus.publish(Notice(message=f"closing {tool.name}: {error}", level="warning"))
         await self.backend.close()
+        if self.sandbox is not None:
+            await self.sandbox.close()
         self.transcript.close()
 
     # -- what the UI's widgets ask of the session ------------------------------------------

@@ -13,7 +13,10 @@ from pathlib import Path
 from tui.config import Settings
 from tui.exec.backend import BackendError, ExecutionBackend
 from tui.exec.local import LocalBackend
+from tui.exec.sandbox.sandbox import Sandbox
+from tui.locations import config_dir, data_dir
 from tui.security.environment import reduced_environment
+from tui.security.hosts import HostPolicy
 
 OWNER = "agent-tui"
 """The owner tag on the tmux sessions the app and headless runs create."""
@@ -39,6 +42,31 @@ class Target:
     notices: list[str] = field(default_factory=list)
     """What opening the target found that the person should hear at once (a tmux pane reused
     with an earlier agent's jobs still running in it)."""
+    sandbox: Sandbox | None = None
+    """This machine's sandbox: the target's commands when the target is local, and always
+    the hooks and MCP servers (they run here whatever the target)."""
+    unsandboxed: str | None = None
+    """Why a remote or container target's commands are not confined, in the person's words."""
+
+
+def make_sandbox(settings: Settings, workspace: Path) -> Sandbox:
+    """The sandbox of a session on this machine, from ``[sandbox]`` and ``[security]``."""
+    security = settings.security
+    own_config = config_dir()
+    return Sandbox(
+        workspace=workspace.resolve(),
+        mode=settings.sandbox.mode,
+        patterns=(
+            *security.forbidden_paths,
+            *security.extra_forbidden_paths,
+            str(own_config / "config.toml"),
+        ),
+        own_dirs=(own_config, data_dir()),
+        readable_again=(own_config / "skills",),
+        writable=tuple(settings.sandbox.writable),
+        edit_network=settings.sandbox.network == "proxy",
+        hosts=HostPolicy.from_lists(security.allowed_hosts, security.blocked_hosts),
+    )
 
 
 async def open_target(
@@ -52,6 +80,10 @@ async def open_target(
     host: ExecutionBackend
     local_paths = True
     home: str | None = None
+    notices: list[str] = []
+    # Built for every target: hooks and MCP servers run on this machine whatever the target.
+    sandbox = make_sandbox(settings, workspace)
+    said = await sandbox.start()
     ssh_host = choice.ssh or None
     if ssh_host is not None:
         from tui.exec.ssh.backend import SSHBackend
@@ -65,19 +97,29 @@ async def open_target(
         local_paths = False
         workspace = _remote_workspace(workspace, home)
         host = SSHBackend.from_settings(ssh_settings, default_cwd=str(workspace))
+        unsandboxed = f"no sandbox on {ssh_host}: the rater decides"
     elif choice.container:
         from tui.exec.container.backend import ContainerBackend
 
         host = ContainerBackend(choice.container, default_cwd=str(workspace))
         home = await _target_home(host)
         local_paths = False
+        unsandboxed = (
+            f"no sandbox inside container {choice.container}: the container's own boundary "
+            "holds, and within it the rater decides"
+        )
     else:
-        host = LocalBackend(default_cwd=str(workspace))
+        if said:
+            notices.append(said)
+        unsandboxed = None
+        host = LocalBackend(default_cwd=str(workspace), sandbox=sandbox)
+    if unsandboxed:
+        notices.append(unsandboxed)
     use_tmux = choice.tmux
     if use_tmux is None:
         use_tmux = interactive and await _has_tmux(host)
     if not use_tmux:
-        return Target(host, workspace, local_paths, home)
+        return Target(host, workspace, local_paths, home, notices, sandbox, unsandboxed)
     from tui.exec.tmux import lifecycle
     from tui.exec.tmux.backend import TmuxBackend
 
@@ -106,9 +148,10 @@ async def open_target(
         own_session=not tmux.session,
         keep_session=tmux.keep_session,
     )
-    notices = [chosen.notice] if chosen.notice else []
+    if chosen.notice:
+        notices.append(chosen.notice)
     notices += await backend.start()
-    return Target(backend, workspace, local_paths, home, notices)
+    return Target(backend, workspace, local_paths, home, notices, sandbox, unsandboxed)
 
 
 def _remote_workspace(workspace: Path, home: str) -> Path:

@@ -25,8 +25,10 @@ from tui.config import LoadedSettings, Settings
 from tui.events import Event, Notice, PaneSnapshot
 from tui.exec.backend import ExecutionBackend
 from tui.exec.local import LocalBackend
+from tui.exec.sandbox.sandbox import Sandbox
 from tui.extensions import Extensions
 from tui.security.approval import ApprovalBroker, Approver
+from tui.security.confinement import WORKSPACE, WORKSPACE_NET, SandboxFacts
 from tui.security.grants import GrantStore
 from tui.security.policy import SecurityPolicy
 from tui.session import AgentSession
@@ -85,6 +87,8 @@ def build_session(
     provider: Provider | None = None,
     local_paths: bool = True,
     target_home: str | None = None,
+    sandbox: Sandbox | None = None,
+    unsandboxed: str | None = None,
 ) -> AgentSession:
     """Wire one session. A missing or unusable provider is not fatal here: the app still opens
     (and says what to set); headless mode turns ``provider_error`` into its exit message.
@@ -133,6 +137,10 @@ def build_session(
 
     broker = ApprovalBroker(bus.publish, timeout=settings.approval.timeout)
     approver = approver_factory(bus) if approver_factory is not None else broker
+    if sandbox is not None and unsandboxed is None:
+        facts = sandbox.facts()
+    else:
+        facts = SandboxFacts(absent=unsandboxed or "no sandbox: the rater decides")
     policy = SecurityPolicy(
         workspace,
         settings.security,
@@ -142,8 +150,25 @@ def build_session(
         on_event=bus.publish,
         local_paths=local_paths,
         target_home=target_home,
+        sandbox=facts,
     )
-    backend = backend or LocalBackend(default_cwd=str(workspace))
+    confine = None
+    if sandbox is not None:
+        # One mode for the policy and the walls: a /mode change moves both at once.
+        sandbox.approval_mode = lambda: policy.approval_mode
+        sandbox.on_refused = lambda refusal: bus.publish(
+            Notice(
+                message=f"sandbox proxy refused {refusal.host}:{refusal.port}: {refusal.reason}",
+                level="warning",
+            )
+        )
+        if sandbox.active:
+            confine = sandbox.confiner(
+                WORKSPACE_NET if settings.sandbox.servers_network == "proxy" else WORKSPACE
+            )
+    backend = backend or LocalBackend(
+        default_cwd=str(workspace), sandbox=sandbox if unsandboxed is None else None
+    )
     policy.follow_shell(backend.shell_cwd)
     registry = ToolRegistry(
         loops=LoopMemory(
@@ -151,7 +176,13 @@ def build_session(
         )
     )
     extensions = Extensions(
-        loaded, workspace, registry, bus.publish, env=policy.command_env(), local=local_paths
+        loaded,
+        workspace,
+        registry,
+        bus.publish,
+        env=policy.command_env(),
+        local=local_paths,
+        confine=confine,
     )
     for tool in agent_tools(
         settings, backend, workspace if local_paths else None, extensions.cron_tools()
@@ -167,6 +198,7 @@ def build_session(
         # Hook commands run on this machine, whatever the target.
         cwd=str(workspace) if local_paths else str(Path.cwd()),
         env=policy.command_env(),
+        confine=confine,
     )
     loop: AgentLoop | None = None
     if provider is not None:
@@ -246,6 +278,7 @@ def build_session(
         live=live,
         extensions=extensions,
         own_providers=own_providers,
+        sandbox=sandbox,
     )
     for warning in warnings:
         bus.publish(Notice(message=warning, level="warning"))

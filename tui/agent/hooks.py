@@ -21,6 +21,8 @@ from typing import Any, Literal
 
 from tui.config.sections.hooks import HookCommand
 from tui.events import Event, ToolCallCompleted, ToolCallStarted
+from tui.exec.backend import BackendError
+from tui.exec.sandbox.sandbox import Confine
 from tui.safe_text import clean, excerpt
 from tui.security.environment import reduced_environment
 from tui.security.settings import DEFAULT_ENV_ALLOWLIST
@@ -86,6 +88,8 @@ class Hooks:
     session_id: str = ""
     cwd: str = ""
     env: dict[str, str] | None = None
+    confine: Confine | None = None
+    """Puts each hook command inside the sandbox (None: no sandbox on this machine)."""
 
     async def run_before_tool(self, call: ToolCallInfo) -> PreToolDecision:
         decision = PreToolDecision()
@@ -178,6 +182,7 @@ class Hooks:
             self._payload("PreToolUse", call),
             cwd=self.cwd,
             env=self._env("PreToolUse", call, None),
+            confine=self.confine,
         )
         if outcome.error:
             return PreToolDecision(deny_reason=f"PreToolUse hook failed: {outcome.error}")
@@ -215,7 +220,7 @@ class Hooks:
             extra["tool_error"] = result.text
         payload = self._payload(event, call, **extra)
         outcome = await run_hook_command(
-            hook, payload, cwd=self.cwd, env=self._env(event, call, result)
+            hook, payload, cwd=self.cwd, env=self._env(event, call, result), confine=self.confine
         )
         feedback = ""
         if outcome.error:
@@ -295,12 +300,24 @@ class HookOutcome:
 
 
 async def run_hook_command(
-    hook: HookCommand, payload: bytes, *, cwd: str, env: dict[str, str] | None
+    hook: HookCommand,
+    payload: bytes,
+    *,
+    cwd: str,
+    env: dict[str, str] | None,
+    confine: Confine | None = None,
 ) -> HookOutcome:
-    """Run one hook command with the JSON payload on stdin, killed after its timeout."""
+    """Run one hook command with the JSON payload on stdin, killed after its timeout.
+
+    ``confine`` puts it in the sandbox: a hook is the person's own command, but it runs on
+    tool input the model wrote, so it gets the workspace's walls, not the whole machine.
+    """
+    argv = ["/bin/sh", "-c", hook.command]
     try:
-        process = await asyncio.create_subprocess_shell(
-            hook.command,
+        if confine is not None:
+            argv = await confine(argv, cwd or None)
+        process = await asyncio.create_subprocess_exec(
+            *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -309,7 +326,7 @@ async def run_hook_command(
             env=env if env is not None else reduced_environment(DEFAULT_ENV_ALLOWLIST, []),
             start_new_session=True,
         )
-    except OSError as error:
+    except (OSError, BackendError) as error:
         return HookOutcome(None, "", "", f"could not start {hook.command!r}: {error}")
     try:
         stdout, stderr = await asyncio.wait_for(process.communicate(payload), hook.timeout)

@@ -13,6 +13,7 @@ from tui.config.sections.agent import AgentSettings
 from tui.config.sections.approval import ApprovalSettings, NotifySettings
 from tui.config.sections.hooks import HooksSettings
 from tui.config.sections.provider import ProviderSettings
+from tui.config.sections.sandbox import SandboxSettings
 from tui.config.sections.subagents import SubAgentSettings
 from tui.config.sections.targets import SshSettings, TmuxSettings
 from tui.config.sections.tools import CronSettings, ToolsSettings, WebSettings
@@ -29,6 +30,7 @@ class Settings(BaseModel):
     agent: AgentSettings = Field(default_factory=AgentSettings)
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
     hooks: HooksSettings = Field(default_factory=HooksSettings)
     notify: NotifySettings = Field(default_factory=NotifySettings)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tui.errors import AgentTuiError
+from tui.security.confinement import Confinement
 
 StreamName = Literal["stdout", "stderr", "info"]
 ChunkSink = Callable[[StreamName, str], None]
@@ -102,6 +103,7 @@ class ExecutionBackend(ABC):
         timeout: float | None = None,
         on_chunk: ChunkSink | None = None,
         cancel: asyncio.Event | None = None,
+        confinement: Confinement | None = None,
     ) -> ExecResult:
         """Run ``command`` in a shell and wait for it.
 
@@ -112,6 +114,9 @@ class ExecutionBackend(ABC):
             timeout: Seconds before the command's whole process group is killed.
             on_chunk: Receives output as it arrives.
             cancel: When set, the command's process group is killed and ``cancelled`` is True.
+            confinement: The sandbox walls the command was approved for; None: what the
+                session's mode lets run unasked. Backends without a sandbox ignore it (the
+                policy then labels every command "no sandbox").
 
         Returns:
             The exit code and the collected output.
@@ -129,11 +134,17 @@ class ExecutionBackend(ABC):
         """Replace ``path`` with ``data``, creating parent folders when asked."""
 
     async def spawn(
-        self, argv: list[str], *, env: Mapping[str, str] | None = None
+        self,
+        argv: list[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        confinement: Confinement | None = None,
+        own_program: bool = False,
     ) -> InteractiveProcess:
         """Start ``argv`` with piped stdin/stdout (stderr merged or discarded).
 
-        Only for ``SUPPORTS_SPAWN`` backends.
+        Only for ``SUPPORTS_SPAWN`` backends. Sandboxed like ``run`` (``confinement``), except
+        ``own_program``: agent-tui's own helper (a tmux control client), never the agent's.
 
         Raises:
             BackendError: the target cannot start it.

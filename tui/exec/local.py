@@ -42,10 +42,13 @@ from tui.exec.backend import (
     ExecutionBackend,
     InteractiveProcess,
 )
+from tui.exec.sandbox.explain import sandbox_notes
+from tui.exec.sandbox.sandbox import Sandbox
 from tui.exec.streams import KEEP_LIMIT as STREAM_KEEP_LIMIT
 from tui.exec.streams import KILL_GRACE, CommandProtocol, wait_for_end
 from tui.exec.streams import REAP_LIMIT as _REAP_LIMIT
 from tui.exec.watchdog import shared as shared_watchdog
+from tui.security.confinement import Confinement
 
 KEEP_LIMIT = STREAM_KEEP_LIMIT
 """Characters of each stream kept in a local result (read at each run, so tests can lower it)."""
@@ -141,6 +144,8 @@ class LocalBackend(ExecutionBackend):
         default_cwd: Working directory when ``run`` gets none; default this process's.
         drain_timeout: Seconds to keep reading after the shell exited while a background
             process still holds the output pipe.
+        sandbox: Where every command and spawned program is confined (None: nowhere; only
+            for agent-tui's own probes and tests of the unconfined path).
     """
 
     def __init__(
@@ -149,10 +154,12 @@ class LocalBackend(ExecutionBackend):
         shell: str | None = None,
         default_cwd: str | None = None,
         drain_timeout: float = 2.0,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self._shell = shell or default_shell()
         self._default_cwd = default_cwd
         self._drain_timeout = drain_timeout
+        self.sandbox = sandbox
 
     SUPPORTS_SPAWN = True
 
@@ -173,6 +180,7 @@ class LocalBackend(ExecutionBackend):
         timeout: float | None = None,
         on_chunk: ChunkSink | None = None,
         cancel: asyncio.Event | None = None,
+        confinement: Confinement | None = None,
     ) -> ExecResult:
         if cancel is not None and cancel.is_set():
             return ExecResult(exit_code=None, cancelled=True)
@@ -181,7 +189,15 @@ class LocalBackend(ExecutionBackend):
         protocol = CommandProtocol(loop, on_chunk, KEEP_LIMIT)
         workdir = cwd if cwd is not None else self._default_cwd
         watchdog = await shared_watchdog()
-        transport = await self._spawn(loop, protocol, command, workdir, env)
+        argv = [self._shell, "-c", command]
+        walls = None
+        if self.sandbox is not None:
+            walls = confinement or self.sandbox.base()
+            argv = await self.sandbox.wrap(argv, walls, cwd=workdir)
+            if not self.sandbox.active:
+                walls = None
+        moment = time.monotonic()
+        transport = await self._spawn(loop, protocol, argv, workdir, env)
         pgid = transport.get_pid()
         if watchdog is not None:
             watchdog.watch(pgid)
@@ -196,7 +212,7 @@ class LocalBackend(ExecutionBackend):
                 drain_timeout=self._drain_timeout,
             )
             protocol.finish_streams()
-            return ExecResult(
+            result = ExecResult(
                 exit_code=None if protocol.killing else transport.get_returncode(),
                 stdout=protocol.stdout.text,
                 stderr=protocol.stderr.text,
@@ -205,6 +221,11 @@ class LocalBackend(ExecutionBackend):
                 cancelled=cancelled,
                 notices=protocol.notices,
             )
+            if walls is not None and self.sandbox is not None and result.exit_code != 0:
+                result.notices += sandbox_notes(
+                    walls, result.stdout + result.stderr, self.sandbox.refusals_since(moment)
+                )
+            return result
         except BaseException:
             # The awaiting task was cancelled (or something broke) mid-run. We may not get
             # to await again (the loop may be shutting down), so no grace period: SIGKILL.
@@ -219,7 +240,7 @@ class LocalBackend(ExecutionBackend):
         self,
         loop: asyncio.AbstractEventLoop,
         protocol: CommandProtocol,
-        command: str,
+        argv: list[str],
         workdir: str | None,
         env: Mapping[str, str] | None,
     ) -> asyncio.SubprocessTransport:
@@ -227,9 +248,7 @@ class LocalBackend(ExecutionBackend):
         try:
             transport, _ = await loop.subprocess_exec(
                 lambda: protocol,
-                self._shell,
-                "-c",
-                command,
+                *argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -276,11 +295,21 @@ class LocalBackend(ExecutionBackend):
         protocol.notice(procs.stopped_notice(command, others, left))
 
     async def spawn(
-        self, argv: list[str], *, env: Mapping[str, str] | None = None
+        self,
+        argv: list[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        confinement: Confinement | None = None,
+        own_program: bool = False,
     ) -> InteractiveProcess:
-        """Start ``argv`` (no shell) in its own process group; stderr goes to stdout."""
+        """Start ``argv`` (no shell) in its own process group; stderr goes to stdout.
+
+        Confined like ``run`` unless ``own_program`` (a tmux control client: agent-tui's own).
+        """
         if not argv:
             raise BackendError("nothing to start: empty argv")
+        if self.sandbox is not None and not own_program:
+            argv = await self.sandbox.wrap(argv, confinement, cwd=self._default_cwd)
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,

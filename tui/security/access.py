@@ -30,6 +30,8 @@ class ToolAccess:
     why: str | None = None
     acting: bool | None = None
     """Counts towards the acting-calls rate limit; defaults to permission > read-only."""
+    outside: bool = False
+    """The call asks to run its command outside the sandbox: a person is always asked."""
 
     @property
     def is_acting(self) -> bool:

@@ -16,10 +16,11 @@ ranges stay reachable (people run local services) unless ``blocked_hosts`` lists
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from ipaddress import IPv4Network, IPv6Network
+from ipaddress import IPv4Network, IPv6Network, ip_address
 from urllib.parse import urlsplit
 
 from tui.errors import PermissionDenied
@@ -36,6 +37,19 @@ from tui.security.addresses import (
 
 Resolver = Callable[[str, int], Awaitable[list[Address]]]
 """Resolves a name and port to addresses, in the resolver's order (raises OSError)."""
+
+
+async def system_resolve(name: str, port: int) -> list[Address]:
+    """The system resolver's addresses for ``name``, in its order (raises OSError)."""
+    infos = await asyncio.get_running_loop().getaddrinfo(name, port, type=socket.SOCK_STREAM)
+    found: list[Address] = []
+    for family, _, _, _, sockaddr in infos:
+        host = str(sockaddr[0])
+        if family == socket.AF_INET6 and len(sockaddr) > 3 and sockaddr[3]:
+            host = f"{host.partition('%')[0]}%{sockaddr[3]}"
+        found.append(ip_address(host))
+    return list(dict.fromkeys(found))
+
 
 BLOCKED_NAME_TTL = 30.0
 """Seconds a blocked name's addresses are remembered before it is resolved again."""

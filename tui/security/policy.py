@@ -9,7 +9,6 @@ ever asked to approve something the policy would refuse anyway.
 from __future__ import annotations
 
 import asyncio
-import enum
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -34,6 +33,12 @@ from tui.security.approval import (
     Approver,
     NoApprover,
 )
+from tui.security.confinement import (
+    OUTSIDE_WARNING,
+    Confinement,
+    SandboxFacts,
+    call_confinement,
+)
 from tui.security.environment import reduced_environment
 from tui.security.grants import GrantStore
 from tui.security.hosts import HostPolicy
@@ -43,10 +48,11 @@ from tui.security.preview import call_preview
 from tui.security.ratelimit import RateLimiter
 from tui.security.reasons import mode_reason, rule_reason, secret_reason
 from tui.security.risk.context import RiskContext
-from tui.security.risk.verdict import RISK_ORDER, CommandRisk, Risk, max_risk
+from tui.security.risk.verdict import CommandRisk, Risk, max_risk
 from tui.security.rules import Rule, covers_all, first_match, parse_rules
 from tui.security.settings import SecuritySettings
 from tui.security.trust import control_file
+from tui.security.verdicts import Verdict, call_subjects, claimed_risk, hook_verdict
 
 DENIED = "Command execution denied by user."
 """What the model reads when the person says no to one call (Buddy's words, kept exactly so a
@@ -56,11 +62,6 @@ _MODE_FLAG = {
     PermissionMode.WORKSPACE_WRITE: "--approval-mode auto-edit (or ask)",
     PermissionMode.DANGER_FULL_ACCESS: "--approval-mode ask (or full-auto)",
 }
-
-
-class Verdict(enum.Enum):
-    ALLOW = "allow"
-    ASK = "ask"
 
 
 @dataclass
@@ -75,6 +76,8 @@ class Authorization:
     secrets: tuple[Path, ...] = ()
     """Secret paths the person approved reading in this one call (the tool's own
     ``resolve_path`` lets exactly these through, for this call only)."""
+    confinement: Confinement | None = None
+    """The sandbox walls the call's command runs in (None: the backend's own default)."""
 
     @property
     def risk_level(self) -> Risk | None:
@@ -120,9 +123,11 @@ class SecurityPolicy:
         on_event: Callable[[Event], None] | None = None,
         local_paths: bool = True,
         target_home: str | None = None,
+        sandbox: SandboxFacts | None = None,
     ) -> None:
         self.settings = settings or SecuritySettings()
         self.approval_mode = approval_mode
+        self.sandbox = sandbox or SandboxFacts()
         self.approver: Approver = approver or NoApprover()
         self.paths = PathGuard(
             workspace=workspace,
@@ -230,7 +235,7 @@ class SecurityPolicy:
     ) -> PermissionMode:
         needed = access.permission
         if risk is not None:
-            effective = max_risk(risk.risk, _claimed(access.claimed_risk))
+            effective = max_risk(risk.risk, claimed_risk(access.claimed_risk))
             if effective in ("high", "unknown"):
                 # An unknown program could do anything: it needs what "high" needs.
                 needed = max(needed, PermissionMode.DANGER_FULL_ACCESS)
@@ -280,7 +285,7 @@ class SecurityPolicy:
                     else ""
                 )
             )
-        subjects = _subjects(access, risk)
+        subjects = call_subjects(access, risk)
         rule = first_match(self.deny_rules, tool, subjects)
         if rule is not None:
             raise PermissionDenied(f"{tool} is denied by the rule {rule} in [security].deny")
@@ -316,7 +321,7 @@ class SecurityPolicy:
             # Asked in every mode, before any allow rule or grant: a key is read only when
             # the person says so for this call (or lists it in allowed_secret_paths).
             return Verdict.ASK, "secret"
-        subjects = _subjects(access, risk)
+        subjects = call_subjects(access, risk)
         segments = [s.text.strip() for s in risk.segments] if risk else []
         whole = access.command if access.command is not None else access.subject
         parts = segments or ([access.subject] if access.subject else [])
@@ -350,7 +355,7 @@ class SecurityPolicy:
         if secrets:
             found = [item.secret or raw for raw, item in secrets.items()]
             return secret_reason(self.approval_mode, found)
-        rule = first_match(self.ask_rules, tool, _subjects(access, risk))
+        rule = first_match(self.ask_rules, tool, call_subjects(access, risk))
         if rule is not None:
             return rule_reason(rule)
         if risk is not None and risk.reads_secret:
@@ -373,10 +378,17 @@ class SecurityPolicy:
         needed, risk, paths = self.precheck(tool, access)
         secrets = tuple(item.path for item in self.secret_reads(access).values())
         verdict, how = hook_verdict(
-            self.verdict(tool, access, needed, risk), call, self.approval_mode
+            self.verdict(tool, access, needed, risk), call.hook_permission, self.approval_mode
         )
+        outside = access.outside and self.sandbox.active
+        if outside:
+            verdict, how = self._outside_verdict(access)
         if verdict is Verdict.ASK:
-            if how == "hook":
+            if outside:
+                reason = OUTSIDE_WARNING + (
+                    f"; the model says why: {access.why}" if access.why else ""
+                )
+            elif how == "hook":
                 reason = "a PreToolUse hook asks for the user's approval" + (
                     f": {call.hook_reason}" if call.hook_reason else ""
                 )
@@ -385,13 +397,40 @@ class SecurityPolicy:
             asked = time.perf_counter()
             try:
                 how = await self._ask(
-                    access, call, risk, reason, forced=call.hook_permission == "ask"
+                    access, call, risk, reason, forced=call.hook_permission == "ask" or outside
                 )
             finally:
                 call.approval_wait += time.perf_counter() - asked
         if access.is_acting:
             self.rate_limiter.record()
-        return Authorization(how=how, permission=needed, risk=risk, paths=paths, secrets=secrets)
+        confinement = call_confinement(
+            self.approval_mode, how, outside=outside, edit_network=self.sandbox.edit_network
+        )
+        return Authorization(
+            how=how,
+            permission=needed,
+            risk=risk,
+            paths=paths,
+            secrets=secrets,
+            confinement=confinement if self.sandbox.active else None,
+        )
+
+    def _outside_verdict(self, access: ToolAccess) -> tuple[Verdict, str]:
+        """Going outside the sandbox is a person's yes every time: no mode, rule or grant
+        answers it, and with nobody to ask it is refused."""
+        if isinstance(self.approver, NoApprover):
+            raise PermissionDenied(
+                "running a command outside the sandbox needs a person's yes, and no one can "
+                "give it here: run it inside the sandbox (drop outside_sandbox), or ask the user "
+                "to run it themselves"
+            )
+        return Verdict.ASK, "outside"
+
+    def where_label(self, confinement: Confinement | None) -> str:
+        """Where a command runs, for the modal and the tool block."""
+        if not self.sandbox.active:
+            return self.sandbox.absent
+        return (confinement or self.sandbox.mode_confinement(self.approval_mode)).label
 
     # -- asking ------------------------------------------------------------------------------
 
@@ -413,7 +452,7 @@ class SecurityPolicy:
             risk=(
                 "high"
                 if secret_views
-                else max_risk(risk.risk, _claimed(access.claimed_risk))
+                else max_risk(risk.risk, claimed_risk(access.claimed_risk))
                 if risk
                 else None
             ),
@@ -429,6 +468,16 @@ class SecurityPolicy:
             actor=call.actor,
             cwd=call.cwd,
             cwd_elsewhere=self.elsewhere(call.cwd),
+            sandbox=self.where_label(
+                call_confinement(
+                    self.approval_mode,
+                    "approved",
+                    outside=access.outside and self.sandbox.active,
+                    edit_network=self.sandbox.edit_network,
+                )
+            )
+            if access.command is not None
+            else None,
             suggested_pattern=suggest_pattern(call.tool_name, access, risk),
             reason=reason,
             loop_id=call.loop_id,
@@ -508,43 +557,6 @@ class SecurityPolicy:
     def _emit(self, event: Event) -> None:
         if self.on_event is not None:
             self.on_event(event)
-
-
-def hook_verdict(
-    judged: tuple[Verdict, str], call: CallInfo, mode: ApprovalMode
-) -> tuple[Verdict, str]:
-    """The policy's verdict once a PreToolUse hook's ``permissionDecision`` is weighed.
-
-    Runs after ``precheck``, so deny rules, command lists, the ceiling and the rate limit have
-    already refused what they refuse. ``ask`` turns any allow into a question. ``allow``
-    answers only the mode's own question: an ask rule, a secret read (by path or inside a
-    command) and read-only mode still stop the call for a person, whatever the hook says.
-    """
-    verdict, how = judged
-    if call.hook_permission == "ask":
-        return Verdict.ASK, "hook" if verdict is Verdict.ALLOW else how
-    if (
-        call.hook_permission == "allow"
-        and verdict is Verdict.ASK
-        and how == "mode"
-        and mode is not ApprovalMode.READ_ONLY
-    ):
-        return Verdict.ALLOW, "hook"
-    return verdict, how
-
-
-def _claimed(label: str | None) -> Risk:
-    if label in RISK_ORDER:
-        return label
-    return "low"
-
-
-def _subjects(access: ToolAccess, risk: CommandRisk | None) -> list[str | None]:
-    if access.command is not None:
-        return (
-            [access.command, *(s.text.strip() for s in risk.segments)] if risk else [access.command]
-        )
-    return [access.subject]
 
 
 def suggest_pattern(tool: str, access: ToolAccess, risk: CommandRisk | None) -> str:

@@ -174,6 +174,7 @@ _NEVER = {
     ("mcp", "trusted_projects"),
     ("security", "allowed_secret_paths"),
     ("tmux", "allow_user_pane_capture"),
+    ("sandbox", "writable"),
 }
 """Keys only the person's own config sets."""
 
@@ -303,6 +304,8 @@ def _judge(path: tuple[str, ...], value: Any, base: Any) -> tuple[str, Why] | No
         return f"approval mode {_plain(base)} → {_plain(value)}", "loosens"
     if path[0] == "security" and len(path) == 2:
         return _judge_security(path[1], value, base)
+    if path[0] == "sandbox" and len(path) == 2:
+        return _judge_sandbox(path[1], value, base)
     if path[0] == "tools" and len(path) == 2:
         if value is False or base is not False:
             return None
@@ -351,6 +354,31 @@ def _judge(path: tuple[str, ...], value: Any, base: Any) -> tuple[str, Why] | No
     if _within(path, _RUNS):
         return f"sets {dotted} to {_show(value)}", "runs"
     return f"sets {dotted} to {_show(value)}", "loosens"
+
+
+_SANDBOX_ORDER = {
+    "mode": ("required", "auto", "off"),
+    "network": ("none", "proxy"),
+    "servers_network": ("none", "proxy"),
+}
+"""Each ``[sandbox]`` choice, strictest first."""
+
+
+def _judge_sandbox(key: str, value: Any, base: Any) -> tuple[str, Why] | None:
+    """Tightening the sandbox applies at once; loosening its mode never comes from a workspace
+    file (turning it off is the person's own choice), loosening its network waits for trust."""
+    order = _SANDBOX_ORDER.get(key)
+    if order is not None and _rank(order, value) <= _rank(order, base):
+        return None
+    if key == "mode":
+        return (
+            f"sets the sandbox mode to {_show(value)}, which only your own config may set",
+            "never",
+        )
+    return (
+        f"lets sandboxed commands reach the network ([sandbox] {key} = {_show(value)})",
+        "loosens",
+    )
 
 
 def _plain(value: Any) -> str:

@@ -13,6 +13,7 @@ from tui.safe_text import clean
 
 if TYPE_CHECKING:
     from tui.exec.backend import ExecutionBackend, StreamName
+    from tui.security.confinement import Confinement
     from tui.security.policy import SecurityPolicy
 
 EventSink = Callable[[Event], None]
@@ -56,6 +57,9 @@ class ToolContext:
     cwd: str | None = None
     """Where the call was judged and approved to run: a shared shell's directory at that
     moment (None: the workspace). Relative paths resolve there even if the shell moves."""
+    confinement: Confinement | None = None
+    """The sandbox walls this call's command was approved for (set by the registry like
+    ``secret_allowance``); None: the backend's default for the session's mode."""
 
     @property
     def workspace(self) -> Path:

@@ -11,19 +11,16 @@ same client, so every hop passes through here too.
 
 from __future__ import annotations
 
-import asyncio
-import socket
 import ssl
 from collections.abc import Iterable
-from ipaddress import ip_address
 from typing import Any
 
 import httpcore
 import httpx
 from httpcore._backends.anyio import AnyIOBackend
 
-from tui.security.addresses import Address
 from tui.security.hosts import HostPolicy
+from tui.security.hosts import system_resolve as resolve
 from tui.tools.tls import tls_context
 
 SocketOption = (
@@ -32,18 +29,6 @@ SocketOption = (
 
 USER_AGENT = "agent-tui/0.1 (+https://github.com)"
 """What every HTTP request a tool sends (web tools, OpenAPI operations) says it is."""
-
-
-async def resolve(name: str, port: int) -> list[Address]:
-    """The system resolver's addresses for ``name``, in its order (raises OSError)."""
-    infos = await asyncio.get_running_loop().getaddrinfo(name, port, type=socket.SOCK_STREAM)
-    found: list[Address] = []
-    for family, _, _, _, sockaddr in infos:
-        host = str(sockaddr[0])
-        if family == socket.AF_INET6 and len(sockaddr) > 3 and sockaddr[3]:
-            host = f"{host.partition('%')[0]}%{sockaddr[3]}"
-        found.append(ip_address(host))
-    return list(dict.fromkeys(found))
 
 
 class GuardedBackend(httpcore.AsyncNetworkBackend):

@@ -22,7 +22,8 @@ from tui.diffs import bounded_diff
 from tui.errors import Cancelled, InvalidArguments, NotFound, ToolError
 from tui.events import Notice, ToolCallCompleted, ToolCallStarted
 from tui.safe_text import clean, clean_json_text, clean_value, excerpt, loads_strict
-from tui.security.policy import CallInfo, SecurityPolicy, Verdict
+from tui.security.policy import CallInfo, SecurityPolicy
+from tui.security.verdicts import Verdict
 from tui.tools.base import Tool, ToolParams
 from tui.tools.context import ToolContext
 from tui.tools.failures import FailureMemory
@@ -325,6 +326,9 @@ class ToolRegistry:
                 risk=authorization.risk_level,
                 cwd=where,
                 cwd_elsewhere=ctx.policy.elsewhere(where),
+                sandbox=ctx.policy.where_label(authorization.confinement)
+                if access.command is not None
+                else None,
                 loop_id=ctx.loop_id,
             )
         )
@@ -332,6 +336,8 @@ class ToolRegistry:
             raise Cancelled(f"{tool.name} was cancelled before it started")
         if authorization.secrets:
             ctx = dataclasses.replace(ctx, secret_allowance=authorization.secrets)
+        if authorization.confinement is not None:
+            ctx = dataclasses.replace(ctx, confinement=authorization.confinement)
         if call.approved_diff is not None:
             ctx = dataclasses.replace(ctx, approved_diff=call.approved_diff)
         if here is not None:

@@ -35,6 +35,7 @@ from tui.exec.container.engine import detect_engine
 from tui.exec.container.process import start_process
 from tui.exec.container.runner import ExecRunner
 from tui.exec.container.wrapper import DRAIN_STDIN
+from tui.security.confinement import Confinement
 
 _NO_PARENT = "echo 'no such directory' >&2; exit 2"
 
@@ -122,6 +123,7 @@ class ContainerBackend(CommandBackend):
         timeout: float | None = None,
         on_chunk: ChunkSink | None = None,
         cancel: asyncio.Event | None = None,
+        confinement: Confinement | None = None,
     ) -> ExecResult:
         if cancel is not None and cancel.is_set():
             return ExecResult(exit_code=None, cancelled=True)
@@ -176,7 +178,12 @@ class ContainerBackend(CommandBackend):
     # -- interactive processes ---------------------------------------------------------------
 
     async def spawn(
-        self, argv: list[str], *, env: Mapping[str, str] | None = None
+        self,
+        argv: list[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        confinement: Confinement | None = None,
+        own_program: bool = False,
     ) -> InteractiveProcess:
         """Start ``argv`` in the container, piped; its stderr is merged into stdout.
 

@@ -34,6 +34,7 @@ from tui.exec.ssh.files import SftpFiles
 from tui.exec.ssh.process import start_process
 from tui.exec.ssh.runner import RemoteRunner, internal_commands
 from tui.exec.ssh.target import SSHTarget
+from tui.security.confinement import Confinement
 
 if TYPE_CHECKING:
     from tui.config import SshSettings
@@ -119,6 +120,7 @@ class SSHBackend(CommandBackend):
         timeout: float | None = None,
         on_chunk: ChunkSink | None = None,
         cancel: asyncio.Event | None = None,
+        confinement: Confinement | None = None,
     ) -> ExecResult:
         if cancel is not None and cancel.is_set():
             return ExecResult(exit_code=None, cancelled=True)
@@ -155,7 +157,12 @@ class SSHBackend(CommandBackend):
     # -- interactive processes -----------------------------------------------------------------
 
     async def spawn(
-        self, argv: list[str], *, env: Mapping[str, str] | None = None
+        self,
+        argv: list[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        confinement: Confinement | None = None,
+        own_program: bool = False,
     ) -> InteractiveProcess:
         """``argv`` on the remote host with byte pipes, stderr merged into stdout (as locally),
         in ``default_cwd``. Its process group is known, so ``close`` can always stop it."""

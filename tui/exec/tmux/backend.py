@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from tui.exec.backend import BackendError, ChunkSink, ExecResult, ExecutionBackend
 from tui.exec.local import LocalBackend
+from tui.exec.sandbox.sandbox import Sandbox
 from tui.exec.tmux import lifecycle
 from tui.exec.tmux.clients import ClientPool
 from tui.exec.tmux.feed import PaneFeed
@@ -37,9 +38,11 @@ from tui.exec.tmux.jobs import CommandRunner, report_notices
 from tui.exec.tmux.managed import Direction, ManagedSessions
 from tui.exec.tmux.pane_io import CaptureResult, PaneIO
 from tui.exec.tmux.pane_setup import PaneSetup
+from tui.exec.tmux.pane_shells import PaneShells
 from tui.exec.tmux.panes import PaneRegistry
 from tui.exec.tmux.sessions import PaneInfo, SessionInfo, canonical_session_name
 from tui.exec.tmux.shared import SharedSession
+from tui.security.confinement import Confinement
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +68,7 @@ class TmuxBackend(ExecutionBackend):
         own_session: The session is this instance's own: ``close`` kills it (and the
             sessions the tools created) unless it is kept.
         keep_session: Mark the session kept from the start (``[tmux] keep_session``).
+        sandbox: Where the panes' shells start (default: the host's, for a local host).
     """
 
     SUPPORTS_TMUX = True
@@ -89,6 +93,7 @@ class TmuxBackend(ExecutionBackend):
         workspace: str | None = None,
         own_session: bool = False,
         keep_session: bool = False,
+        sandbox: Sandbox | None = None,
     ) -> None:
         if not host.SUPPORTS_SPAWN:
             raise BackendError(f"{host.actor} cannot host tmux: it cannot start processes")
@@ -109,6 +114,8 @@ class TmuxBackend(ExecutionBackend):
         self.workspace = workspace
         self.own_session = own_session
         self.keep_session = keep_session
+        self.sandbox = sandbox if sandbox is not None else getattr(host, "sandbox", None)
+        self._shells = PaneShells(shell, self.sandbox)
         self._notices: list[str] = []
         """Notices from calls that return none (send_keys, list_…): the next run or capture
         reports them, so a recreated pane is never silent."""
@@ -146,6 +153,7 @@ class TmuxBackend(ExecutionBackend):
             own_session=own_session,
             keep_session=keep_session,
             notices=self._notices,
+            shells=self._shells,
         )
         self._runner = CommandRunner(
             self._clients,
@@ -231,6 +239,7 @@ class TmuxBackend(ExecutionBackend):
         timeout: float | None = None,
         on_chunk: ChunkSink | None = None,
         cancel: asyncio.Event | None = None,
+        confinement: Confinement | None = None,
         target: str | None = None,
         expect_cwd: str | None = None,
     ) -> ExecResult:
@@ -241,13 +250,16 @@ class TmuxBackend(ExecutionBackend):
         On timeout the command keeps running; ``timed_out`` is set and a notice names the
         pane and how to stop or watch it. ``expect_cwd``: the directory the command was
         approved in; if the shell is elsewhere now, nothing is typed (BackendError).
+        ``confinement``: the sandbox walls it was approved for; a command approved for walls
+        other than the shared pane's runs in a window of those walls (shown in the mirror).
         """
         if cancel is not None and cancel.is_set():
             return ExecResult(exit_code=None, cancelled=True, merged_output=True)
         check_shared_shell(command)
         started = time.perf_counter()
         notices = self._take_notices()
-        pane = await self._shared.pane_for_command(target, notices, env)
+        pane = await self._shared.pane_for_command(target, notices, env, confinement)
+        cwd, expect_cwd = self._start_dir(pane.pane_id, target, cwd, expect_cwd)
         report_notices(notices, on_chunk)
         async with pane.lock:
             job = await self._runner.start(pane, command, cwd, on_chunk, expect_cwd)
@@ -260,14 +272,42 @@ class TmuxBackend(ExecutionBackend):
         target: str | None = None,
         cwd: str | None = None,
         expect_cwd: str | None = None,
+        confinement: Confinement | None = None,
     ) -> tuple[str, list[str]]:
         """Type ``command`` and return at once: ``(pane id, notices)``. It runs on alone."""
         check_shared_shell(command)
         notices = self._take_notices()
-        pane = await self._shared.pane_for_command(target, notices, None)
+        pane = await self._shared.pane_for_command(target, notices, None, confinement)
+        cwd, expect_cwd = self._start_dir(pane.pane_id, target, cwd, expect_cwd)
         async with pane.lock:
             await self._runner.start(pane, command, cwd, None, expect_cwd)
         return pane.pane_id, notices
+
+    def _start_dir(
+        self, pane_id: str, target: str | None, cwd: str | None, expect_cwd: str | None
+    ) -> tuple[str | None, str | None]:
+        """In a window of other walls, start where the shared shell stands (the directory the
+        person approved), by a ``cd`` if need be, rather than check that window's own."""
+        if target is not None or pane_id == self.default_pane or cwd is not None:
+            return cwd, expect_cwd
+        return expect_cwd or self.shell_cwd() or self.default_cwd, None
+
+    def sandbox_label(self, pane_id: str | None = None) -> str | None:
+        """Which sandbox the shell of ``pane_id`` (default: the shared pane) runs in."""
+        if not self._shells.active:
+            return None if self.sandbox is None else "no sandbox"
+        pane = self._panes.get(pane_id or self.default_pane or "")
+        walls = pane.confinement if pane is not None else None
+        return walls.label if walls is not None else "sandbox unknown"
+
+    async def refresh_sandbox(self) -> list[str]:
+        """Restart the shared pane's shell if the mode's walls changed; what was said."""
+        if not self._shells.active:
+            return []
+        notices = self._take_notices()
+        await self.ensure_started(notices)
+        await self._shared.shared_pane(notices)
+        return notices + self._take_notices()
 
     def running_command(self, pane_id: str) -> str | None:
         """The command we typed into ``pane_id`` that has not reached its prompt yet."""
@@ -366,8 +406,22 @@ class TmuxBackend(ExecutionBackend):
         literal: bool = False,
         enter: bool = False,
         guard: bool = True,
+        confinement: Confinement | None = None,
     ) -> str:
-        """Send ``keys`` to ``target``; see ``PaneIO.send_keys``. Returns the pane id."""
+        """Send ``keys`` to ``target``; see ``PaneIO.send_keys``. Returns the pane id.
+
+        With ``guard`` (the agent's keys, not the person's) the pane's walls must be no wider
+        than ``confinement`` (None: what the mode lets run unasked): keys are commands too.
+        """
+        if guard and self._shells.active:
+            await self.ensure_started(self._notices)
+            pane_id = await self._shared.resolve_target(target)
+            pane = self._panes.get(pane_id)
+            if pane is not None:
+                walls = pane.confinement
+            else:  # a pane running a program, not set up for commands: its tag says
+                walls = await PaneShells.read_tag(await self._shared.primary(), pane_id)
+            self._shells.check(walls, confinement, pane_id)
         return await self._io.send_keys(target, keys, literal=literal, enter=enter, guard=guard)
 
     async def send_input(self, pane_id: str, data: bytes) -> None:

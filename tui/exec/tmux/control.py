@@ -158,7 +158,8 @@ class ControlClient:
         Raises:
             ControlClosed: the client failed or exited; the message is what tmux said.
         """
-        process = await host.spawn(argv, env=env)
+        # The tmux client is agent-tui's own program: the panes' shells are what is confined.
+        process = await host.spawn(argv, env=env, own_program=True)
         client = cls(process, label=label, on_output=on_output, on_notification=on_notification)
         try:
             await asyncio.wait_for(asyncio.shield(client.ready), timeout)

@@ -109,14 +109,17 @@ class ManagedSessions:
         else:
             raise BackendError(f"a session named {session} exists and is not agent-tui's")
         client, _, _ = await self.clients.connect(session, create=True)
+        walls = self.shared.shells.base()
+        start = cwd or self.shared.default_cwd
         pane_id = await setup_new_session(
             client,
             session,
             owner=self.owner,
             history_limit=self.shared.history_limit,
-            shell=self.shared.shell,
-            cwd=cwd or self.shared.default_cwd,
+            shell=await self.shared.shells.command(walls, start),
+            cwd=start,
         )
+        await self.shared.shells.tag(client, pane_id, walls)
         if pane_name:
             await name_pane(client, pane_id, pane_name)
         await self.setup.set_up(pane_id, session, created=True)
@@ -167,22 +170,25 @@ class ManagedSessions:
         ):
             raise BackendError(f"session {owner_session} already has a pane named {name!r}")
         client = await self.clients.client(owner_session)  # attached before the pane makes output
+        walls = shared.shells.base()
+        shell = await shared.shells.command(walls, cwd or shared.default_cwd)
         if direction == "window":
             command = new_pane_command(
-                "new-window", quote(f"={owner_session}:"), shell=shared.shell, cwd=cwd
+                "new-window", quote(f"={owner_session}:"), shell=shell, cwd=cwd
             )
         else:
             flag = "-h" if direction == "right" else "-v"
             command = new_pane_command(
                 "split-window",
                 anchor,
-                shell=shared.shell,
+                shell=shell,
                 cwd=cwd or shared.default_cwd,
                 flags=flag,
             )
         (line,) = await client.command(command)
         pane_id = line.strip()
         await client.command(f"set-option -p -t {pane_id} {OWNER_OPTION} {quote(self.owner)}")
+        await shared.shells.tag(client, pane_id, walls)
         if name:
             await name_pane(client, pane_id, name)
         await self.setup.set_up(pane_id, owner_session, created=True)

@@ -28,6 +28,7 @@ from tui.exec.tmux.markers import (
     prompt_row,
     shell_kind_of,
 )
+from tui.exec.tmux.pane_shells import PaneShells
 from tui.exec.tmux.panes import ManagedPane, PaneRegistry, pane_status
 from tui.exec.tmux.prompt import PromptWatch
 from tui.exec.tmux.sessions import NONCE_OPTION
@@ -115,6 +116,7 @@ class PaneSetup:
         nonce = stored.strip() if re.fullmatch(r"[0-9a-f]{8}", stored.strip()) else new_nonce()
         await client.command(f"set-option -p -t {pane_id} {NONCE_OPTION} {nonce}")
         pane = ManagedPane(pane_id, session, kind, nonce, prefix_start=kind is ShellKind.SH)
+        pane.confinement = await PaneShells.read_tag(client, pane_id)
         pane.prompt = PromptWatch(nonce)
         if self.local_host:
             pane.shell_pid = await orphans.shell_pid(client, pane_id)

@@ -21,6 +21,7 @@ from tui.exec.tmux import orphans
 from tui.exec.tmux.control import ControlClient, TmuxCommandError, quote
 from tui.exec.tmux.markers import CommandStream, ShellKind
 from tui.exec.tmux.prompt import PromptWatch
+from tui.security.confinement import Confinement
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,8 @@ class ManagedPane:
     watchers: list[Callable[[bytes], None]] = field(default_factory=list)
     prompt: PromptWatch | None = None
     """Where the shell stands (prompt, running, half-typed input) and its directory."""
+    confinement: Confinement | None = None
+    """The sandbox walls its shell was started in (None: no sandbox, or not started by us)."""
 
     @property
     def typing_kind(self) -> ShellKind:

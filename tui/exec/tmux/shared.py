@@ -20,10 +20,12 @@ from tui.exec.tmux.clients import ClientPool
 from tui.exec.tmux.control import ControlClient, ControlClosed, TmuxCommandError, quote
 from tui.exec.tmux.markers import detect_shell
 from tui.exec.tmux.pane_setup import PaneSetup
+from tui.exec.tmux.pane_shells import PaneShells
 from tui.exec.tmux.panes import ManagedPane, PaneRegistry, pane_status
 from tui.exec.tmux.sessions import (
     DEFAULT_PANE_OPTION,
     OWNER_OPTION,
+    PANE_NAME_OPTION,
     NotOurs,
     canonical_session_name,
     is_pane_id,
@@ -31,6 +33,7 @@ from tui.exec.tmux.sessions import (
     new_pane_command,
     setup_new_session,
 )
+from tui.security.confinement import Confinement
 
 
 class SharedSession:
@@ -59,8 +62,10 @@ class SharedSession:
         own_session: bool,
         keep_session: bool,
         notices: list[str],
+        shells: PaneShells | None = None,
     ) -> None:
         self.clients = clients
+        self.shells = shells or PaneShells(shell, None)
         self.panes = panes
         self.setup = setup
         self.session = session
@@ -76,6 +81,9 @@ class SharedSession:
         """The shared pane (None before the first start)."""
         self.started_once = False
         self._start_lock = asyncio.Lock()
+        self.walled: dict[str, str] = {}
+        """Windows beside the shared pane for commands approved with other walls (an approval
+        in ask mode, a command run outside the sandbox): ``Confinement.key`` → pane id."""
 
     @property
     def target(self) -> str:
@@ -101,15 +109,17 @@ class SharedSession:
                     client, self.session, workspace=self.workspace, kept=self.keep_session
                 )
             if created:
+                walls = self.shells.base()
                 pane_id = await setup_new_session(
                     client,
                     self.session,
                     owner=self.owner,
                     history_limit=self.history_limit,
-                    shell=self.shell,
+                    shell=await self.shells.command(walls, self.default_cwd),
                     cwd=self.default_cwd,
                 )
                 await client.command(f"set-option -t {self.target} {DEFAULT_PANE_OPTION} {pane_id}")
+                await self.shells.tag(client, pane_id, walls)
                 self.pane_id = pane_id
                 await self.setup.set_up(pane_id, self.session, created=True)
                 if self.started_once:
@@ -149,11 +159,68 @@ class SharedSession:
                 raise BackendError(
                     f"the shared pane {pane_id} is running `{status.command}`, not a shell"
                 )
+        pane = await self.managed(pane_id)
+        walls = self.shells.base()
+        if walls is not None and pane.confinement != walls:
+            await self.restart_in(pane, walls, notices)
+            pane = await self.managed(pane_id)
+        return pane
+
+    async def restart_in(self, pane: ManagedPane, walls: Confinement, notices: list[str]) -> None:
+        """Start the shared pane's shell afresh inside ``walls`` (the mode changed)."""
+        async with pane.lock:
+            client = await self.clients.client(pane.session)
+            cwd = (pane.prompt.cwd if pane.prompt is not None else None) or self.default_cwd
+            command = await self.shells.command(walls, cwd)
+            was = pane.confinement.label if pane.confinement else "no known sandbox"
+            self.panes.pop(pane.pane_id)
+            pane.fail("its shell was restarted in a new sandbox")
+            parts = ["respawn-pane", "-k", "-t", pane.pane_id]
+            if cwd:
+                parts += ["-c", quote(cwd.replace("#", "##"))]
+            if command:
+                parts.append(quote(command))
+            await client.command(" ".join(parts))
+            await self.shells.tag(client, pane.pane_id, walls)
+        await self.setup.set_up(pane.pane_id, pane.session, created=True)
+        notices.append(
+            f"the shared pane {pane.pane_id}'s shell was restarted for the new approval mode: it "
+            f"ran {was}, it now runs {walls.label} (its variables and history were reset)"
+        )
+
+    async def walled_pane(self, walls: Confinement, notices: list[str]) -> ManagedPane:
+        """The window for commands approved with ``walls`` other than the shared pane's."""
+        pane_id = self.walled.get(walls.key)
+        client = await self.clients.client(self.session)
+        status = await pane_status(client, pane_id) if pane_id else None
+        if pane_id is None or status is None or status.dead or status.session != self.session:
+            name = "outside" if walls.outside else f"approved-{walls.key}"
+            command = await self.shells.command(walls, self.default_cwd)
+            (line,) = await client.command(
+                new_pane_command(
+                    "new-window", self.target, shell=command, cwd=self.default_cwd, flags="-d"
+                )
+            )
+            pane_id = line.strip()
+            await client.commands(
+                [
+                    f"set-option -p -t {pane_id} {OWNER_OPTION} {quote(self.owner)}",
+                    f"set-option -p -t {pane_id} {PANE_NAME_OPTION} {quote(name)}",
+                    f"select-pane -t {pane_id} -T {quote(walls.label)}",
+                    f"rename-window -t {pane_id} {quote(name)}",
+                ]
+            )
+            await self.shells.tag(client, pane_id, walls)
+            await self.setup.set_up(pane_id, self.session, created=True)
+            self.walled[walls.key] = pane_id
+            notices.append(f"this command runs in window {name} ({pane_id}): {walls.label}")
         return await self.managed(pane_id)
 
     async def _new_shared_pane(self, client: ControlClient) -> str:
+        walls = self.shells.base()
+        command = await self.shells.command(walls, self.default_cwd)
         (line,) = await client.command(
-            new_pane_command("new-window", self.target, shell=self.shell, cwd=self.default_cwd)
+            new_pane_command("new-window", self.target, shell=command, cwd=self.default_cwd)
         )
         pane_id = line.strip()
         await client.commands(
@@ -162,6 +229,7 @@ class SharedSession:
                 f"set-option -t {self.target} {DEFAULT_PANE_OPTION} {pane_id}",
             ]
         )
+        await self.shells.tag(client, pane_id, walls)
         self.pane_id = pane_id
         await self.setup.set_up(pane_id, self.session, created=True)
         return pane_id
@@ -189,16 +257,30 @@ class SharedSession:
         return pane
 
     async def pane_for_command(
-        self, target: str | None, notices: list[str], env: Mapping[str, str] | None
+        self,
+        target: str | None,
+        notices: list[str],
+        env: Mapping[str, str] | None,
+        confinement: Confinement | None = None,
     ) -> ManagedPane:
-        """The managed pane a command goes to: ``target``'s, or the shared one."""
+        """The managed pane a command goes to: ``target``'s, or the shared one, or the window
+        of the walls it was approved for when those differ from the shared pane's.
+
+        Raises:
+            BackendError: ``target``'s walls are wider than the command was approved for.
+        """
         for attempt in range(2):
             try:
                 await self.ensure_started(notices, env=env)
                 if target is None:
-                    return await self.shared_pane(notices)
+                    base = self.shells.base()
+                    if base is None or confinement is None or confinement == base:
+                        return await self.shared_pane(notices)
+                    return await self.walled_pane(confinement, notices)
                 pane_id = await self.resolve_target(target)
-                return await self.managed(pane_id)
+                pane = await self.managed(pane_id)
+                self.shells.check(pane.confinement, confinement, pane_id)
+                return pane
             except ControlClosed:
                 # The session or server went away before its %exit reached us: once more,
                 # now that the client is known to be gone (this recreates the shared pane).

@@ -32,6 +32,7 @@ from pydantic import Field
 
 from tui.errors import ExecutionFailed, InvalidArguments
 from tui.exec.backend import BackendError, ExecutionBackend
+from tui.security.confinement import Confinement
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.builtin.python_repl_interpreter import (
@@ -108,6 +109,8 @@ Examples: {"code": "import pandas as pd\\ndf = pd.read_csv('data.csv')\\ndf.shap
     def __init__(self, python: str = "python3") -> None:
         self.python = python
         self._interpreter: Interpreter | None = None
+        self._walls: Confinement | None = None
+        """The sandbox walls the interpreter was started in (None: the mode's own)."""
         self._lock = asyncio.Lock()
         self._lost_note: str | None = None
         """Said at the start of the next call: why the state of the last interpreter is gone."""
@@ -182,6 +185,15 @@ Examples: {"code": "import pandas as pd\\ndf = pd.read_csv('data.csv')\\ndf.shap
             await self._stop()
             notes.append("the target changed: started a new interpreter there, state lost")
             current = None
+        if current is not None and ctx.confinement != self._walls:
+            await self._stop()
+            was = self._walls.label if self._walls else "the mode's sandbox"
+            now = ctx.confinement.label if ctx.confinement else "the mode's sandbox"
+            notes.append(
+                f"this call was approved for {now}, the interpreter ran in {was}: started a new "
+                "one inside the new walls, and all earlier state is lost"
+            )
+            current = None
         if current is not None and not await self._answers(current, ctx, output):
             await self._stop()
             notes.append(
@@ -219,7 +231,8 @@ Examples: {"code": "import pandas as pd\\ndf = pd.read_csv('data.csv')\\ndf.shap
         env = ctx.policy.command_env({"PYTHONIOENCODING": "utf-8"})
         argv = [self.python, "-u", "-c", driver_program(), nonce, str(ctx.workspace)]
         try:
-            process = await host.spawn(argv, env=env)
+            process = await host.spawn(argv, env=env, confinement=ctx.confinement)
+            self._walls = ctx.confinement
         except BackendError as error:
             raise ExecutionFailed(
                 f"cannot start {self.python} on {host.actor}: {error.msg}"

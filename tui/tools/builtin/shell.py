@@ -98,6 +98,12 @@ class RunShellParams(ToolParams):
         description="tmux only: one of your panes: its name (tmux_create_pane name=…), its index "
         "in the session's window, or its id (%3). Default: the session's active pane.",
     )
+    outside_sandbox: bool = Field(
+        default=False,
+        description="Run outside the sandbox (it can then write anywhere and reach any host). "
+        "Only when a result said the sandbox refused something the task truly needs; say why "
+        "in `why`. The user is always asked, in every mode; without a user it is refused.",
+    )
 
     @field_validator("wait", mode="before")
     @classmethod
@@ -163,6 +169,7 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
             claimed_risk=params.risk,
             why=params.why,
             acting=True,
+            outside=params.outside_sandbox,
         )
 
     async def execute(self, params: RunShellParams, ctx: ToolContext) -> ToolResult:
@@ -187,6 +194,7 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
                 timeout=timeout,
                 on_chunk=_teed(ctx, spools),
                 cancel=ctx.cancel,
+                confinement=ctx.confinement,
             )
         except BackendError as error:
             raise ExecutionFailed(f"{ctx.backend.actor}: {error.msg}") from None
@@ -211,7 +219,11 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
             )
             if params.wait is False:
                 pane_id, notices = await backend.dispatch(
-                    params.command, target=target, cwd=cwd, expect_cwd=expect
+                    params.command,
+                    target=target,
+                    cwd=cwd,
+                    expect_cwd=expect,
+                    confinement=ctx.confinement,
                 )
                 notes = [f"note: {n}" for n in _publish(ctx, notices)]
                 text = (
@@ -232,6 +244,7 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
                     timeout=timeout,
                     on_chunk=_teed(ctx, spools),
                     cancel=ctx.cancel,
+                    confinement=ctx.confinement,
                     target=target,
                     expect_cwd=expect,
                 )

@@ -272,13 +272,15 @@ Examples: {"keys": ["C-c"], "why": "stop the hung server"}; {"target": "%3", "li
             if params.delay:
                 await asyncio.sleep(params.delay)
             if params.literal_text:
-                await backend.send_keys(pane_id, params.literal_text, literal=True)
+                await backend.send_keys(
+                    pane_id, params.literal_text, literal=True, confinement=ctx.confinement
+                )
                 sent.append(f"text {params.literal_text!r}")
             if params.keys:
-                await backend.send_keys(pane_id, params.keys)
+                await backend.send_keys(pane_id, params.keys, confinement=ctx.confinement)
                 sent.append("keys " + " ".join(params.keys))
             if params.enter:
-                await backend.send_keys(pane_id, (), enter=True)
+                await backend.send_keys(pane_id, (), enter=True, confinement=ctx.confinement)
                 sent.append("Enter")
             if params.screen_after:
                 await asyncio.sleep(params.screen_after)

@@ -29,6 +29,7 @@ from mcp import ClientSession
 import tui
 from tui.config import McpServerSettings
 from tui.errors import ExecutionFailed
+from tui.exec.sandbox.sandbox import Confine
 from tui.tools.adapters.mcp.calls import ToolCalls, consume_outcome
 from tui.tools.adapters.mcp.failures import (
     ServerExited,
@@ -78,8 +79,10 @@ class McpConnection:
         log_dir: Path,
         on_state: StateListener | None = None,
         on_tools_changed: ToolsListener | None = None,
+        confine: Confine | None = None,
     ) -> None:
         self.name = name
+        self._confine = confine
         self.settings = settings
         self.state: ServerStateName = "starting"
         self.error: str | None = None
@@ -199,6 +202,7 @@ class McpConnection:
                         log=self._log,
                         exited=self._exited,
                         lost=self._lost,
+                        confine=self._confine,
                     )
                     streams = await stack.enter_async_context(self._process.open())
                 else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
@@ -23,6 +24,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from tui.config import McpServerSettings
+from tui.exec.sandbox.sandbox import Confine
 from tui.tools.adapters.mcp.failures import StartupFailed
 from tui.tools.adapters.mcp.server_log import ServerLog
 
@@ -83,8 +85,10 @@ class StdioServer:
         log: ServerLog,
         exited: asyncio.Event,
         lost: asyncio.Event,
+        confine: Confine | None = None,
     ) -> None:
         self.settings = settings
+        self._confine = confine
         self.pid: int | None = None
         self.exit_code: int | None = None
         self.exited_by_itself = False
@@ -112,12 +116,21 @@ class StdioServer:
         env = {**self._env, **settings.env}
         loop = asyncio.get_running_loop()
         header = f"starting: {' '.join([command, *settings.args])} (in {cwd})"
+        argv = [command, *settings.args]
+        if self._confine is not None:
+            # Found here, where the error can say so: inside, bwrap would only exit 1.
+            found = shutil.which(command, path=env.get("PATH"))
+            if found is None:
+                raise StartupFailed(
+                    f"command `{command}` was not found (not a file, and not on the PATH it was "
+                    "given); check `command` in its settings"
+                )
+            argv = await self._confine([found, *settings.args], str(cwd))
         log = await asyncio.to_thread(self._log.open_for_child, header)
         try:
             transport, protocol = await loop.subprocess_exec(
                 lambda: _ServerProtocol(loop, self._on_process_exit),
-                command,
-                *settings.args,
+                *argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=log,

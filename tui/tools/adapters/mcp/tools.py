@@ -28,6 +28,7 @@ import mcp_types
 from tui.config import McpServerSettings
 from tui.errors import ExecutionFailed
 from tui.events import Event, Notice
+from tui.exec.sandbox.sandbox import Confine
 from tui.security.permissions import PermissionMode
 from tui.tools.adapters.mcp.client import McpConnection, ServerStateName
 from tui.tools.adapters.mcp.config import load_project_servers
@@ -254,6 +255,7 @@ class McpManager:
         untrusted: Mapping[str, McpServerSettings] | None = None,
         sources: Mapping[str, str] | None = None,
         on_tools_changed: Callable[[str], None] | None = None,
+        confine: Confine | None = None,
     ) -> None:
         self._servers = dict(servers)
         self._untrusted = {
@@ -264,6 +266,7 @@ class McpManager:
         self._env = dict(env)
         self._cwd = cwd
         self._log_dir = log_dir
+        self._confine = confine
         self._on_event = on_event
         self._sources = dict(sources or {})
         self._on_tools_changed = on_tools_changed
@@ -385,6 +388,7 @@ class McpManager:
             env=self._env,
             cwd=self._cwd,
             log_dir=self._log_dir,
+            confine=self._confine,
             on_state=self._state_changed,
             on_tools_changed=self._tools_changed,
         )

@@ -1,0 +1,1 @@
+"""The bubblewrap sandbox every local spawn of the agent's goes through (see ``sandbox.py``)."""
