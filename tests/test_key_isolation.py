@@ -68,12 +68,19 @@ def peek(cli: Cli) -> Path:
 
 def allow_direct_reads(cli: Cli) -> None:
     """The person allows the direct reads in their own config: secret reads always ask
-    otherwise, and this test is about what such a read finds once it runs."""
+    otherwise, and this test is about what such a read finds once it runs.
+
+    The sandbox is off here, by the person's own config: inside it a command has its own PID
+    namespace and cannot see the agent's ``/proc`` entry at all (``test_sandbox_corpus``
+    holds that). These tests hold the layer below it: the key is wiped from the agent's
+    environment block, for the machines where no sandbox can be made.
+    """
     config = Path(cli.env["AGENT_TUI_CONFIG_DIR"])
     config.mkdir(exist_ok=True)
     rules = ["run_shell(cat /proc/$PPID/environ)", "run_shell(tr:*)", "run_shell(env)"]
     (config / "config.toml").write_text(
-        f"[security]\nallow = {json.dumps(rules)}\n", encoding="utf-8"
+        f'[security]\nallow = {json.dumps(rules)}\n[sandbox]\nmode = "off"\n',
+        encoding="utf-8",
     )
 
 
@@ -218,7 +225,9 @@ def test_hooks_and_mcp_servers_get_only_their_own_environment(
         "[mcp.servers.dump]\n"
         f"command = {json.dumps(sys.executable)}\n"
         f"args = [{json.dumps(str(dump_server))}, {json.dumps(str(out))}]\n"
-        'env = { SET_BY_CONFIG = "yes" }\n',
+        'env = { SET_BY_CONFIG = "yes" }\n'
+        # The layer below the sandbox (see allow_direct_reads); test_sandbox holds them inside.
+        '[sandbox]\nmode = "off"\n',
         encoding="utf-8",
     )
     server = model_server([tools_step(shell("call_1", "true")), {"text": "done"}])

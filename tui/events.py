@@ -282,6 +282,9 @@ class PaneSnapshot(Event):
     cursor_y: int = 0
     width: int = 0
     height: int = 0
+    sandbox: str | None = None
+    """Which sandbox the pane's shell runs in (``sandbox: read-only, no network``,
+    ``OUTSIDE the sandbox``); None where agent-tui has no sandbox on that target."""
 
 
 class AgentNotice(Event):

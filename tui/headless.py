@@ -65,7 +65,8 @@ class HeadlessPrinter:
         line: str | None = None
         if isinstance(event, ToolCallStarted):
             what = event.command or json.dumps(event.arguments)[:200]
-            line = f"▶ {event.tool_name} [{event.actor}] {what}"
+            walls = f" · {event.sandbox}" if event.sandbox else ""
+            line = f"▶ {event.tool_name} [{event.actor}{walls}] {what}"
         elif isinstance(event, ToolCallCompleted) and event.diff and not event.is_error:
             # The change a file tool made, whole: a script's log shows what was edited.
             line = f"✓ {event.tool_name}: {visible(event.summary)}\n" + terminal_diff(
@@ -157,6 +158,13 @@ class TerminalApprover:
         cwd = getattr(request, "cwd", None) or (str(self.workspace) if self.workspace else None)
         where = f"{visible(request.actor)}" + (f", in {visible(cwd)}" if cwd else "")
         lines.append(f"  runs on: {where}")
+        if request.sandbox:
+            outside = request.sandbox.startswith("OUTSIDE")
+            lines.append(
+                "  where: runs OUTSIDE the sandbox: can write anywhere you can, reach any host"
+                if outside
+                else f"  where: {visible(request.sandbox)}"
+            )
         if request.command is not None:
             lines.append("  command:")
             lines.extend(f"    {line}" for line in visible(request.command).split("\n"))

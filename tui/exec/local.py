@@ -221,9 +221,12 @@ class LocalBackend(ExecutionBackend):
                 cancelled=cancelled,
                 notices=protocol.notices,
             )
-            if walls is not None and self.sandbox is not None and result.exit_code != 0:
+            if walls is not None and self.sandbox is not None:
                 result.notices += sandbox_notes(
-                    walls, result.stdout + result.stderr, self.sandbox.refusals_since(moment)
+                    walls,
+                    result.stdout + result.stderr,
+                    self.sandbox.refusals_since(moment),
+                    failed=result.exit_code != 0,
                 )
             return result
         except BaseException:

@@ -149,7 +149,7 @@ class SlashCommands:
         except ValueError:
             chat.add_notice(f"no mode {argument!r}; choose one of {modes}", level="warning")
             return
-        self.host.status.set(mode=session.approval_mode)
+        self.host.status.set(mode=session.approval_mode, sandbox=session.sandbox_status)
         chat.add_notice(f"approval mode is now {session.approval_mode}")
 
     def model(self, argument: str) -> None:

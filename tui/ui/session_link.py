@@ -100,6 +100,7 @@ class SessionLink:
             model=session.model,
             actor=session.actor,
             mode=session.approval_mode,
+            sandbox=session.sandbox_status,
         )
         self.panes.attach(session)
         host.prompt.completion_source = SessionSource(session)

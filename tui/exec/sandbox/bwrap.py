@@ -132,11 +132,13 @@ def bwrap_argv(
         # A start folder in /tmp would vanish under the private tmp: bring it back, read-only.
         argv += ["--ro-bind-try", cwd, cwd]
     for path in places.hidden_dirs:
-        argv += ["--perms", "0000", "--tmpfs", path, "--remount-ro", path]
+        argv += ["--tmpfs", path]
+    for path in places.readable_again:  # inside a cover, before it turns read-only
+        argv += ["--ro-bind", path, path]
     for path in places.hidden_files:
         argv += ["--ro-bind", empty_file, path]
-    for path in places.readable_again:
-        argv += ["--ro-bind", path, path]
+    for path in places.hidden_dirs:
+        argv += ["--remount-ro", path]
     env = dict(setenv or {})
     env.setdefault("TMPDIR", "/tmp")
     if confinement.network == "proxy" and proxy_socket is not None:

@@ -26,12 +26,24 @@ _NETWORK_REFUSED = (
     "getaddrinfo",
     "ENETUNREACH",
     "No address associated with hostname",
-    "Failed to connect to 127.0.0.1 port 3128",
+    "Failed to connect to",
+    "Couldn't connect to server",
+    "Connection refused",
+    "ECONNREFUSED",
 )
 
 
-def sandbox_notes(walls: Confinement, output: str, refusals: Sequence[Refusal]) -> list[str]:
-    """Notes for a failed command's result: which wall it most likely met, and what to do."""
+def sandbox_notes(
+    walls: Confinement, output: str, refusals: Sequence[Refusal], *, failed: bool
+) -> list[str]:
+    """Notes for a command's result: which wall it most likely met, and what to do.
+
+    Args:
+        walls: The walls it ran in.
+        output: What it printed (the walls' own errors are looked for there).
+        refusals: Connections the proxy refused while it ran.
+        failed: It exited non-zero (only then is a bare "Permission denied" worth a note).
+    """
     notes: list[str] = []
     if walls.outside:
         return notes
@@ -47,7 +59,7 @@ def sandbox_notes(walls: Confinement, output: str, refusals: Sequence[Refusal]) 
         notes.append(f"the sandbox's proxy refused {refusal.host}:{refusal.port}: {refusal.reason}")
     if walls.network == "none" and any(marker in output for marker in _NETWORK_REFUSED):
         notes.append(f"the sandbox ({walls.label}) has no network in this mode; {ASK_OUTSIDE}")
-    if "Permission denied" in output and not notes:
+    if failed and "Permission denied" in output and not notes:
         notes.append(
             "if that was a secret place (~/.ssh, cloud credentials, agent-tui's own data): the "
             "sandbox hides those in every mode"

@@ -151,7 +151,13 @@ def find_places(
         inside = _under(socket_path, private) or _under(socket_path, hidden)
         if not inside and os.path.exists(socket_path):
             places.hidden_files.append(socket_path)
-    places.hidden_files = list(dict.fromkeys(places.hidden_files))
+    # A place inside a hidden folder is hidden with it (and bwrap could not cover it again:
+    # the folder's cover is read-only).
+    dirs = sorted(set(places.hidden_dirs), key=len)
+    places.hidden_dirs = [d for i, d in enumerate(dirs) if not _under(d, dirs[:i])]
+    places.hidden_files = [
+        f for f in dict.fromkeys(places.hidden_files) if not _under(f, places.hidden_dirs)
+    ]
     places.readable_again = [str(p) for p in readable_again if p.is_dir()]
     for name in CONTROL_NAMES:
         control = workspace / name

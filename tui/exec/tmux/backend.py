@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from tui.exec.backend import BackendError, ChunkSink, ExecResult, ExecutionBackend
 from tui.exec.local import LocalBackend
+from tui.exec.sandbox.explain import sandbox_notes
 from tui.exec.sandbox.sandbox import Sandbox
 from tui.exec.tmux import lifecycle
 from tui.exec.tmux.clients import ClientPool
@@ -261,9 +262,18 @@ class TmuxBackend(ExecutionBackend):
         pane = await self._shared.pane_for_command(target, notices, env, confinement)
         cwd, expect_cwd = self._start_dir(pane.pane_id, target, cwd, expect_cwd)
         report_notices(notices, on_chunk)
+        moment = time.monotonic()
         async with pane.lock:
             job = await self._runner.start(pane, command, cwd, on_chunk, expect_cwd)
-            return await self._runner.finish(pane, job, timeout, cancel, started, notices)
+            result = await self._runner.finish(pane, job, timeout, cancel, started, notices)
+        if pane.confinement is not None and self.sandbox is not None:
+            result.notices += sandbox_notes(
+                pane.confinement,
+                result.stdout,
+                self.sandbox.refusals_since(moment),
+                failed=result.exit_code not in (0, None),
+            )
+        return result
 
     async def dispatch(
         self,

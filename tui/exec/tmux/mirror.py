@@ -124,6 +124,7 @@ class PaneMirror:
                     cursor_y=cursor_y,
                     width=width,
                     height=height,
+                    sandbox=self.backend.sandbox_label(pane_id),
                     loop_id=self.loop_id,
                 )
             )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.markup import escape
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -40,6 +41,7 @@ class PaneFrame:
     cursor_y: int = 0
     width: int = 80
     height: int = 24
+    sandbox: str | None = None
 
     @classmethod
     def from_event(cls, event: Any) -> PaneFrame:
@@ -51,6 +53,7 @@ class PaneFrame:
             cursor_y=int(getattr(event, "cursor_y", 0) or 0),
             width=int(getattr(event, "width", 0) or 0),
             height=int(getattr(event, "height", 0) or len(event.lines)),
+            sandbox=getattr(event, "sandbox", None),
         )
 
 
@@ -247,8 +250,18 @@ class MirrorPanel(Vertical):
             self.border_subtitle = None
             return
         assert frame is not None
+        walls = ""
+        if frame.sandbox:
+            label = escape(frame.sandbox)
+            if frame.sandbox.startswith("OUTSIDE"):
+                walls = f"[b reverse $error] {label} [/] · "
+            elif frame.sandbox.startswith("no sandbox"):
+                walls = "[b $warning]no sandbox[/] · "
+            else:
+                walls = f"{label} · "
         self.border_title = (
-            f"tmux {frame.pane_id} · {frame.actor} · {frame.width}\u00d7{frame.height}"
+            f"tmux {escape(frame.pane_id)} · {walls}{escape(frame.actor)} · "
+            f"{frame.width}\u00d7{frame.height}"
         )
         if self.mirror.holding:
             self.border_subtitle = "[b]YOU have the keyboard[/b] · ctrl+] gives it back"

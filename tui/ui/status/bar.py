@@ -21,6 +21,8 @@ class StatusInfo:
     model: str = ""
     actor: str = "local"
     mode: str = "ask"
+    sandbox: str = ""
+    """Where commands run in this mode (``sandbox: …``, ``no sandbox: …``); empty: unknown."""
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
@@ -73,6 +75,11 @@ def render_status(info: StatusInfo) -> Text:
     text.append(*sep)
     text.append("mode ")
     text.append(info.mode, "bold")
+    if info.sandbox.startswith("no sandbox"):
+        text.append("  ")
+        text.append(" NO SANDBOX ", "bold reverse")
+    elif info.sandbox:
+        text.append(" · sandboxed", "dim")
     text.append(*sep)
     text.append(f"{_tokens(info.input_tokens)} in")
     if info.cached_tokens:

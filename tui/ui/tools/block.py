@@ -70,6 +70,8 @@ class ToolCallState:
     arguments: dict[str, Any] | str = field(default_factory=dict)
     command: str | None = None
     actor: str | None = None
+    sandbox: str | None = None
+    """Where its command runs: ``sandbox: …``, ``OUTSIDE the sandbox`` or ``no sandbox: …``."""
     cwd: str | None = None
     """Where it runs (a shared shell's directory); None: the workspace."""
     cwd_elsewhere: bool = False
@@ -383,6 +385,8 @@ class ToolBlock(Widget, can_focus=True):
         if state.cwd:
             shown = _escape(printable(state.cwd))
             parts.append(f"[b $warning]in {shown}[/]" if state.cwd_elsewhere else f"in {shown}")
+        if state.sandbox:
+            parts.append(_sandbox_badge(state.sandbox))
         if state.actor:
             parts.append(_escape(state.actor))  # last: a narrow panel crops the actor first
         return " · ".join(parts)
@@ -543,6 +547,15 @@ class ToolBlock(Widget, can_focus=True):
             path = Path(self.state.full_output_path)
             return "", path, f"the full output saved by the tool ({path})"
         return out.text(), None, "only the kept tail (the rest was not saved)"
+
+
+def _sandbox_badge(label: str) -> str:
+    """The walls of a command, loud when there are none."""
+    if label.startswith("OUTSIDE"):
+        return f"[b reverse $error]{_escape(label)}[/]"
+    if label.startswith("no sandbox"):
+        return f"[b $warning]{_escape(label.split(':', 1)[0])}[/]"
+    return f"[dim]{_escape(label)}[/]"
 
 
 def _escape(text: str) -> str:

@@ -202,6 +202,7 @@ class ToolPanel(TailFollowing):
         state.claimed_risk = event.claimed_risk
         state.actor = event.actor
         state.cwd, state.cwd_elsewhere = event.cwd, event.cwd_elsewhere
+        state.sandbox = event.sandbox or state.sandbox
         return block
 
     def _approval_resolved(self, event: ApprovalResolved) -> ToolBlock | None:
@@ -225,6 +226,7 @@ class ToolPanel(TailFollowing):
         state.command = event.command
         state.actor = event.actor
         state.cwd, state.cwd_elsewhere = event.cwd, event.cwd_elsewhere
+        state.sandbox = event.sandbox
         state.risk = event.risk or state.risk
         state.started_ms = event.ts
         if isinstance(event.arguments.get("risk"), str):
