@@ -23,7 +23,13 @@ from tui.exec.tmux import orphans
 from tui.exec.tmux.clients import ClientPool
 from tui.exec.tmux.control import ControlClient
 from tui.exec.tmux.keyboard import type_command
-from tui.exec.tmux.markers import CommandStream, ShellKind, command_text, detect_shell
+from tui.exec.tmux.markers import (
+    CommandStream,
+    ShellKind,
+    command_text,
+    detect_shell,
+    shell_or_wrapper,
+)
 from tui.exec.tmux.pane_setup import SETUP_TIMEOUT
 from tui.exec.tmux.panes import Job, ManagedPane, PaneRegistry, pane_status
 from tui.exec.tmux.prompt import discard_input, moved, refusal
@@ -88,6 +94,8 @@ class CommandRunner:
         if status.in_mode:
             await client.command(f"copy-mode -q -t {pane.pane_id}")
         running = detect_shell(status.command)
+        if running is None and pane.confinement is not None and shell_or_wrapper(status.command):
+            running = pane.kind
         if running is None:
             raise BackendError(
                 f"pane {pane.pane_id} is running `{status.command}`, not its shell: typing "

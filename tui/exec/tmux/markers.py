@@ -65,6 +65,17 @@ _SH_NAMES = {"sh", "dash", "ash", "ksh", "ksh93", "mksh", "busybox", "yash", "po
 _NOT_SHELLS = {"tmux", "login", "su", "sudo", "ssh", "python", "python3", "vim", "nvim", "less"}
 
 
+SANDBOX_WRAPPER = "bwrap"
+"""A sandboxed pane's own process: tmux names it while the shell takes the terminal back from
+a command that just ended (a plain pane's process is the shell itself, so tmux said "bash")."""
+
+
+def shell_or_wrapper(current_command: str) -> bool:
+    """The pane's shell is what holds the terminal: a shell, or its sandbox wrapper."""
+    name = current_command.strip().rsplit("/", 1)[-1]
+    return name == SANDBOX_WRAPPER or detect_shell(current_command) is not None
+
+
 def detect_shell(current_command: str) -> ShellKind | None:
     """The protocol for a pane's foreground program (``#{pane_current_command}``).
 

@@ -18,7 +18,7 @@ from tui.exec.backend import BackendError
 from tui.exec.tmux.control import Reply, quote
 from tui.exec.tmux.guard import check_shared_shell
 from tui.exec.tmux.keyboard import hex_lines, literal_lines, paste_lines, send_lines
-from tui.exec.tmux.markers import detect_shell, strip_markers
+from tui.exec.tmux.markers import shell_or_wrapper, strip_markers
 from tui.exec.tmux.panes import pane_status
 from tui.exec.tmux.sessions import NONCE_OPTION, NotOurs, capture_flags
 from tui.exec.tmux.shared import SharedSession
@@ -169,7 +169,7 @@ class PaneIO:
         text = "".join(items) if literal else ""
         if text and enter and guard:
             status = await pane_status(client, pane_id)
-            if status is not None and detect_shell(status.command) is not None:
+            if status is not None and shell_or_wrapper(status.command):
                 check_shared_shell(text)
         if literal:
             lines = literal_lines(pane_id, text)

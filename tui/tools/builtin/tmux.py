@@ -17,7 +17,7 @@ from pydantic import Field, field_validator, model_validator
 from tui.errors import PermissionDenied
 from tui.exec.backend import BackendError
 from tui.exec.tmux.guard import check_shared_shell
-from tui.exec.tmux.markers import detect_shell
+from tui.exec.tmux.markers import shell_or_wrapper
 from tui.exec.tmux.selectors import select_target
 from tui.exec.tmux.usertmux import capture_user_pane
 from tui.security.permissions import PermissionMode
@@ -297,7 +297,7 @@ Examples: {"keys": ["C-c"], "why": "stop the hung server"}; {"target": "%3", "li
 async def _guard_shell(backend: Any, pane_id: str, typed: str) -> None:
     """The shared-shell guard for text a shell will run (``exit``, ``set -e``, ``exec``)."""
     for info in await backend.list_panes():
-        if info.pane_id == pane_id and detect_shell(info.command) is not None:
+        if info.pane_id == pane_id and shell_or_wrapper(info.command):
             check_shared_shell(typed)
 
 
