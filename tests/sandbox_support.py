@@ -45,7 +45,8 @@ cat /proc/*/environ 2>/dev/null | tr '\0' '\n' | grep -a CANARY
 echo evil > .git/hooks/pre-commit
 git config core.fsmonitor "$HOME/x" 2>/dev/null
 echo '{"mcpServers": {"x": {"command": "sh"}}}' > .mcp.json
-setsid -f sleep 300
+cat /proc/sys/kernel/core_pattern > /proc/sys/kernel/core_pattern 2>/dev/null && echo SYSCTL-WROTE
+setsid -f sleep 300 >/dev/null 2>&1
 nohup sleep 301 >/dev/null 2>&1 &
 exit 0
 """

@@ -87,6 +87,20 @@ NAMED_EXAMPLES: dict[str, tuple[str, str | None]] = {
         None,
     ),
     "the repository's evil script": ("./evil", None),
+    "kernel settings through /proc/sys (core_pattern runs a program as root)": (
+        "cat /proc/sys/kernel/core_pattern > /proc/sys/kernel/core_pattern && echo SYSCTL-WROTE;"
+        " echo 0 > /proc/sys/dev/tty/legacy_tiocsti && echo SYSCTL-WROTE",
+        None,
+    ),
+    "a user namespace of its own to lift the covers": (
+        "unshare -Urm sh -c 'umount -l $HOME/.ssh; cat $HOME/.ssh/id_rsa'",
+        None,
+    ),
+    "cgroup and sysfs knobs": (
+        "for f in /sys/fs/cgroup/cgroup.subtree_control /sys/kernel/mm/ksm/run; do "
+        'cat "$f" > "$f" && echo SYSFS-WROTE; done',
+        None,
+    ),
 }
 
 
@@ -142,6 +156,8 @@ class Judge:
             problems.append("a canary secret came out")
         if "DOOR-OPEN" in output or "CONNECTED" in output:
             problems.append("reached a socket outside")
+        if "SYSCTL-WROTE" in output or "SYSFS-WROTE" in output:
+            problems.append("wrote a kernel setting")
         if machine.listener.connections != connections:
             problems.append("connected to the canary listener")
         home_changes = changed(home_before, snapshot(machine.home))

@@ -4,7 +4,9 @@ Every local spawn that runs a program for the agent goes through ``bwrap_argv``:
 the tmux pane's shell, hooks, MCP stdio servers, the Python REPL. What the walls are:
 
 * ``--ro-bind / /`` then fresh ``/dev``, ``/proc`` (own PID namespace: no other process, no
-  ``/proc/<agent>/mem``) and tmpfs over ``/tmp``, ``/var/tmp``, ``/run``;
+  ``/proc/<agent>/mem``) with ``/proc/sys`` read-only (as root, bwrap leaves sysctls such as
+  ``kernel.core_pattern`` writable: a program the kernel would run as root), and tmpfs over
+  ``/tmp``, ``/var/tmp``, ``/run``;
 * the workspace bound back (read-write in the workspace columns, with its control files
   bound read-only over it), secret places and agent-tui's own folders covered, every Unix
   socket covered by ``/dev/null``;
@@ -55,11 +57,22 @@ def find_bwrap(workspace: Path | None = None, path: str | None = None) -> str | 
     return None
 
 
-async def probe(bwrap: str) -> str | None:
+NO_USERNS = ["--unshare-user", "--disable-userns"]
+"""No user namespace inside: a nested one is where a process could gain capabilities again
+(bubblewrap 0.8 and later; ``probe_no_userns`` says whether this one has it)."""
+
+
+async def probe_no_userns(bwrap: str) -> bool:
+    """True when this ``bwrap`` can forbid user namespaces inside (``NO_USERNS``)."""
+    return await probe(bwrap, NO_USERNS) is None
+
+
+async def probe(bwrap: str, extra: Sequence[str] = ()) -> str | None:
     """None when ``bwrap`` can build our walls here; else what failed, in its own words."""
     true = shutil.which("true") or "/bin/true"
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    argv += ["--unshare-all", "--cap-drop", "ALL", "--die-with-parent", "--new-session"]
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    argv += ["--ro-bind", "/proc/sys", "/proc/sys", "--tmpfs", "/tmp"]
+    argv += ["--unshare-all", *extra, "--cap-drop", "ALL", "--die-with-parent", "--new-session"]
     try:
         process = await asyncio.create_subprocess_exec(
             *argv,
@@ -92,6 +105,7 @@ def bwrap_argv(
     terminal: bool = False,
     setenv: Mapping[str, str] | None = None,
     empty_file: str = "/dev/null",
+    no_userns: bool = False,
 ) -> list[str]:
     """The argv that runs ``command`` inside ``confinement``'s walls.
 
@@ -112,10 +126,14 @@ def bwrap_argv(
         empty_file: An empty read-only file bound over hidden files and sockets (an empty
             ``~/.npmrc`` reads as no settings, where ``/dev/null`` on a ``nodev`` mount would
             make the program fail).
+        no_userns: Forbid user namespaces inside (``NO_USERNS``, where bwrap can).
     """
     if confinement.outside:
         raise ValueError("an outside command is not wrapped")
+    # /proc/sys read-only: uid 0 without any capability may still write sysctls it owns, and
+    # kernel.core_pattern names a program the kernel runs as root, outside every namespace.
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    argv += ["--ro-bind", "/proc/sys", "/proc/sys"]
     for private in ALWAYS_PRIVATE:
         if os.path.isdir(private) and not os.path.islink(private):
             argv += ["--tmpfs", private]
@@ -144,7 +162,8 @@ def bwrap_argv(
     if confinement.network == "proxy" and proxy_socket is not None:
         argv += ["--dir", os.path.dirname(PROXY_SOCKET), "--bind", proxy_socket, PROXY_SOCKET]
         env.update(proxy_environment())
-    argv += ["--unshare-all", "--cap-drop", "ALL", "--die-with-parent"]
+    argv += ["--unshare-all", *(NO_USERNS if no_userns else ()), "--cap-drop", "ALL"]
+    argv.append("--die-with-parent")
     if not terminal:
         argv.append("--new-session")
     for name in ("TMUX", "TMUX_PANE", "SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS"):

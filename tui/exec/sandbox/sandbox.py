@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from tui.exec.backend import BackendError
-from tui.exec.sandbox.bwrap import bwrap_argv, find_bwrap, probe
+from tui.exec.sandbox.bwrap import bwrap_argv, find_bwrap, probe, probe_no_userns
 from tui.exec.sandbox.places import find_places
 from tui.exec.sandbox.proxy import HostProxy, Refusal
 from tui.security.confinement import Confinement, SandboxFacts, mode_confinement
@@ -78,6 +78,7 @@ class Sandbox:
     _proxy: HostProxy | None = field(default=None, repr=False)
     _started: bool = False
     _empty: str = "/dev/null"
+    _no_userns: bool = False
 
     async def start(self) -> str | None:
         """Find and try ``bwrap`` once; what the person should hear about it (None: nothing).
@@ -95,6 +96,7 @@ class Sandbox:
         if problem is None:
             self.bwrap = found
             self._empty = _empty_file()
+            self._no_userns = await probe_no_userns(found)
             return None
         self.unavailable = problem
         if self.mode == "required":
@@ -174,6 +176,7 @@ class Sandbox:
             relay=[sys.executable, "-I", "-S", RELAY],
             terminal=terminal,
             empty_file=self._empty,
+            no_userns=self._no_userns,
         )
 
     def confiner(self, walls: Confinement) -> Confine:
