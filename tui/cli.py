@@ -228,6 +228,7 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
             local_paths=target.local_paths,
             target_home=target.home,
             sandbox=target.sandbox,
+            commands=target.commands,
             unsandboxed=target.unsandboxed,
         )
     except (SessionNotFound, JsonSchemaError) as error:
@@ -390,6 +391,7 @@ class AppSessions:
                 local_paths=target.local_paths,
                 target_home=target.home,
                 sandbox=target.sandbox,
+                commands=target.commands,
                 unsandboxed=target.unsandboxed,
             )
         except (SessionNotFound, JsonSchemaError) as error:
@@ -415,6 +417,7 @@ class AppSessions:
             local_paths=target.local_paths,
             target_home=target.home,
             sandbox=target.sandbox,
+            commands=target.commands,
             unsandboxed=target.unsandboxed,
         )
 

@@ -43,10 +43,27 @@ class Target:
     """What opening the target found that the person should hear at once (a tmux pane reused
     with an earlier agent's jobs still running in it)."""
     sandbox: Sandbox | None = None
-    """This machine's sandbox: the target's commands when the target is local, and always
-    the hooks and MCP servers (they run here whatever the target)."""
+    """This machine's sandbox: the hooks and MCP servers run in it whatever the target."""
+    commands: Sandbox | None = None
+    """The sandbox the target's commands run in: this machine's, a remote host's, or none."""
     unsandboxed: str | None = None
     """Why a remote or container target's commands are not confined, in the person's words."""
+
+
+def remote_sandbox(
+    settings: Settings, workspace: Path, host: ExecutionBackend, name: str
+) -> Sandbox:
+    """The sandbox of the commands on an SSH host: that host's bwrap and places."""
+    from tui.exec.sandbox.remote import RemoteSandbox
+
+    security = settings.security
+    return RemoteSandbox(
+        workspace=workspace,
+        mode=settings.sandbox.mode,
+        patterns=(*security.forbidden_paths, *security.extra_forbidden_paths),
+        host=host,
+        host_name=name,
+    )
 
 
 def make_sandbox(settings: Settings, workspace: Path) -> Sandbox:
@@ -84,6 +101,7 @@ async def open_target(
     # Built for every target: hooks and MCP servers run on this machine whatever the target.
     sandbox = make_sandbox(settings, workspace)
     said = await sandbox.start()
+    commands: Sandbox | None = None
     ssh_host = choice.ssh or None
     if ssh_host is not None:
         from tui.exec.ssh.backend import SSHBackend
@@ -96,30 +114,46 @@ async def open_target(
             await probe.close()
         local_paths = False
         workspace = _remote_workspace(workspace, home)
-        host = SSHBackend.from_settings(ssh_settings, default_cwd=str(workspace))
-        unsandboxed = f"no sandbox on {ssh_host}: the rater decides"
+        ssh = SSHBackend.from_settings(ssh_settings, default_cwd=str(workspace))
+        host = ssh
+        remote = remote_sandbox(settings, workspace, ssh, ssh_host)
+        notices.append(await remote.start() or "")
+        if remote.active:
+            ssh.sandbox = commands = remote
+            unsandboxed = None
+        else:
+            unsandboxed = f"no sandbox on {ssh_host}: the rater decides ({remote.unavailable})"
     elif choice.container:
         from tui.exec.container.backend import ContainerBackend
 
-        host = ContainerBackend(choice.container, default_cwd=str(workspace))
+        container = ContainerBackend(choice.container, default_cwd=str(workspace))
+        host = container
         home = await _target_home(host)
         local_paths = False
-        unsandboxed = (
-            f"no sandbox inside container {choice.container}: the container's own boundary "
-            "holds, and within it the rater decides"
-        )
+        inside = remote_sandbox(settings, workspace, container, f"container {choice.container}")
+        said_inside = await inside.start()
+        if inside.active:
+            container.sandbox = commands = inside
+            unsandboxed = None
+            notices.append(f"{said_inside}; the container's own boundary holds around it")
+        else:
+            unsandboxed = (
+                f"no sandbox inside container {choice.container} ({inside.unavailable}): the "
+                "container's own boundary holds, and within it the rater decides"
+            )
+            notices.append(unsandboxed)
     else:
         if said:
             notices.append(said)
         unsandboxed = None
+        commands = sandbox
         host = LocalBackend(default_cwd=str(workspace), sandbox=sandbox)
-    if unsandboxed:
-        notices.append(unsandboxed)
+    notices = [notice for notice in notices if notice]
     use_tmux = choice.tmux
     if use_tmux is None:
         use_tmux = interactive and await _has_tmux(host)
     if not use_tmux:
-        return Target(host, workspace, local_paths, home, notices, sandbox, unsandboxed)
+        return Target(host, workspace, local_paths, home, notices, sandbox, commands, unsandboxed)
     from tui.exec.tmux import lifecycle
     from tui.exec.tmux.backend import TmuxBackend
 
@@ -151,7 +185,7 @@ async def open_target(
     if chosen.notice:
         notices.append(chosen.notice)
     notices += await backend.start()
-    return Target(backend, workspace, local_paths, home, notices, sandbox, unsandboxed)
+    return Target(backend, workspace, local_paths, home, notices, sandbox, commands, unsandboxed)
 
 
 def _remote_workspace(workspace: Path, home: str) -> Path:

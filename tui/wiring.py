@@ -88,6 +88,7 @@ def build_session(
     local_paths: bool = True,
     target_home: str | None = None,
     sandbox: Sandbox | None = None,
+    commands: Sandbox | None = None,
     unsandboxed: str | None = None,
 ) -> AgentSession:
     """Wire one session. A missing or unusable provider is not fatal here: the app still opens
@@ -137,8 +138,10 @@ def build_session(
 
     broker = ApprovalBroker(bus.publish, timeout=settings.approval.timeout)
     approver = approver_factory(bus) if approver_factory is not None else broker
-    if sandbox is not None and unsandboxed is None:
-        facts = sandbox.facts()
+    if commands is None and unsandboxed is None:
+        commands = sandbox  # a session on this machine: its commands use this sandbox
+    if commands is not None and unsandboxed is None:
+        facts = commands.facts()
     else:
         facts = SandboxFacts(absent=unsandboxed or "no sandbox: the rater decides")
     policy = SecurityPolicy(
@@ -153,9 +156,10 @@ def build_session(
         sandbox=facts,
     )
     confine = None
-    if sandbox is not None:
+    for box in {id(b): b for b in (sandbox, commands) if b is not None}.values():
         # One mode for the policy and the walls: a /mode change moves both at once.
-        sandbox.approval_mode = lambda: policy.approval_mode
+        box.approval_mode = lambda: policy.approval_mode
+    if sandbox is not None:
         sandbox.on_refused = lambda refusal: bus.publish(
             Notice(
                 message=f"sandbox proxy refused {refusal.host}:{refusal.port}: {refusal.reason}",
@@ -166,9 +170,7 @@ def build_session(
             confine = sandbox.confiner(
                 WORKSPACE_NET if settings.sandbox.servers_network == "proxy" else WORKSPACE
             )
-    backend = backend or LocalBackend(
-        default_cwd=str(workspace), sandbox=sandbox if unsandboxed is None else None
-    )
+    backend = backend or LocalBackend(default_cwd=str(workspace), sandbox=commands)
     policy.follow_shell(backend.shell_cwd)
     registry = ToolRegistry(
         loops=LoopMemory(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tui.errors import AgentTuiError
-from tui.security.confinement import Confinement
+from tui.security.confinement import OUTSIDE, Confinement
 
 StreamName = Literal["stdout", "stderr", "info"]
 ChunkSink = Callable[[StreamName, str], None]
@@ -176,7 +176,8 @@ class CommandBackend(ExecutionBackend):
 
     async def read_file(self, path: str) -> bytes:
         quoted = shlex.quote(path)
-        result = await self.run(read_guard(quoted) + f"base64 < {quoted}")
+        # A file tool's read, judged by the path guard (as a local read is), not a command.
+        result = await self.run(read_guard(quoted) + f"base64 < {quoted}", confinement=OUTSIDE)
         raise_for_file_status(path, result, "cannot read")
         import base64
 

@@ -66,6 +66,12 @@ class Confinement:
         """The confinement a ``key`` names, or None for anything else."""
         return _BY_KEY.get(key.strip())
 
+    def offline(self) -> Confinement:
+        """The same walls with no network (where no proxy reaches the sandbox)."""
+        if self.outside or self.network == "none":
+            return self
+        return Confinement(self.files, "none")
+
     def covers(self, other: Confinement) -> bool:
         """True when this lets a command do at least everything ``other`` lets it do.
 
@@ -138,6 +144,13 @@ class SandboxFacts:
     """``[sandbox] network = "proxy"``: auto-edit commands reach the network (host policy)."""
     absent: str = "no sandbox: the rater decides"
     """What the modal and tool blocks say where there is no sandbox (and why)."""
+    network: bool = True
+    """The host-policy proxy reaches these sandboxes; without it no column has network."""
 
     def mode_confinement(self, mode: ApprovalMode) -> Confinement:
-        return mode_confinement(mode, edit_network=self.edit_network)
+        walls = mode_confinement(mode, edit_network=self.edit_network)
+        return walls if self.network else walls.offline()
+
+    def call_confinement(self, mode: ApprovalMode, how: str, *, outside: bool) -> Confinement:
+        walls = call_confinement(mode, how, outside=outside, edit_network=self.edit_network)
+        return walls if self.network else walls.offline()

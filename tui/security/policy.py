@@ -37,7 +37,6 @@ from tui.security.confinement import (
     OUTSIDE_WARNING,
     Confinement,
     SandboxFacts,
-    call_confinement,
 )
 from tui.security.environment import reduced_environment
 from tui.security.grants import GrantStore
@@ -403,9 +402,7 @@ class SecurityPolicy:
                 call.approval_wait += time.perf_counter() - asked
         if access.is_acting:
             self.rate_limiter.record()
-        confinement = call_confinement(
-            self.approval_mode, how, outside=outside, edit_network=self.sandbox.edit_network
-        )
+        confinement = self.sandbox.call_confinement(self.approval_mode, how, outside=outside)
         return Authorization(
             how=how,
             permission=needed,
@@ -469,11 +466,8 @@ class SecurityPolicy:
             cwd=call.cwd,
             cwd_elsewhere=self.elsewhere(call.cwd),
             sandbox=self.where_label(
-                call_confinement(
-                    self.approval_mode,
-                    "approved",
-                    outside=access.outside and self.sandbox.active,
-                    edit_network=self.sandbox.edit_network,
+                self.sandbox.call_confinement(
+                    self.approval_mode, "approved", outside=access.outside and self.sandbox.active
                 )
             )
             if access.command is not None

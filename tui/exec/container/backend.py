@@ -35,6 +35,8 @@ from tui.exec.container.engine import detect_engine
 from tui.exec.container.process import start_process
 from tui.exec.container.runner import ExecRunner
 from tui.exec.container.wrapper import DRAIN_STDIN
+from tui.exec.sandbox.remote import confined_command
+from tui.exec.sandbox.sandbox import Sandbox
 from tui.security.confinement import Confinement
 
 _NO_PARENT = "echo 'no such directory' >&2; exit 2"
@@ -78,6 +80,8 @@ class ContainerBackend(CommandBackend):
         self._container = container
         self._engine = engine
         self._default_cwd = default_cwd
+        self.sandbox: Sandbox | None = None
+        """bubblewrap inside the container, where it works there (``RemoteSandbox``)."""
         self._client = EngineClient(
             container, user=user, keep_container_env=keep_container_env, engine_env=engine_env
         )
@@ -127,6 +131,8 @@ class ContainerBackend(CommandBackend):
     ) -> ExecResult:
         if cancel is not None and cancel.is_set():
             return ExecResult(exit_code=None, cancelled=True)
+        workdir = cwd if cwd is not None else self._default_cwd
+        command = await confined_command(self.sandbox, command, confinement, workdir)
         result, _ = await self._runner.execute(
             await self.engine(),
             command,
@@ -197,6 +203,8 @@ class ContainerBackend(CommandBackend):
         if not argv:
             raise ValueError("spawn needs a program to run")
         engine = await self.engine()
+        if self.sandbox is not None and not own_program:
+            argv = await self.sandbox.wrap(argv, confinement, cwd=self._default_cwd)
         return await start_process(self._client, engine, argv, env=env, cwd=self._default_cwd)
 
     async def close(self) -> None:

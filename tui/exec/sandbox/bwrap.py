@@ -99,7 +99,6 @@ def bwrap_argv(
     workspace: Path,
     cwd: str | None,
     places: Places,
-    writable: Sequence[str] = (),
     proxy_socket: str | None = None,
     relay: Sequence[str] = (),
     terminal: bool = False,
@@ -116,7 +115,6 @@ def bwrap_argv(
         workspace: The workspace (readable always, writable in the workspace columns).
         cwd: Where the command starts (it must exist inside; None: the workspace).
         places: ``find_places``'s answer for this spawn.
-        writable: More writable folders (``[sandbox] writable``; workspace columns only).
         proxy_socket: The host-policy proxy's socket outside (network columns only).
         relay: The relay's argv prefix (``python -I -S relay.py``) run before ``command``.
         terminal: The command holds a terminal the person watches (a tmux pane's shell): keep
@@ -134,15 +132,13 @@ def bwrap_argv(
     # kernel.core_pattern names a program the kernel runs as root, outside every namespace.
     argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     argv += ["--ro-bind", "/proc/sys", "/proc/sys"]
-    for private in ALWAYS_PRIVATE:
-        if os.path.isdir(private) and not os.path.islink(private):
-            argv += ["--tmpfs", private]
+    for private in places.private:
+        argv += ["--tmpfs", private]
     space = str(workspace)
     write = confinement.files == "workspace"
     argv += ["--bind" if write else "--ro-bind", space, space]
-    for extra in writable if write else ():
-        if os.path.isdir(extra):
-            argv += ["--bind", extra, extra]
+    for extra in places.writable if write else ():
+        argv += ["--bind", extra, extra]
     if write:
         for path in places.protected:
             argv += ["--ro-bind", path, path]

@@ -52,6 +52,10 @@ class Places:
     readable_again: list[str] = field(default_factory=list)
     """Folders inside a hidden one that are bound back read-only (the user's skills)."""
     protected: list[str] = field(default_factory=list)
+    private: list[str] = field(default_factory=lambda: list(ALWAYS_PRIVATE))
+    """Of ``ALWAYS_PRIVATE``, the real folders there (not symlinks) to cover with a tmpfs."""
+    writable: list[str] = field(default_factory=list)
+    """Of ``[sandbox] writable``, the folders that exist."""
 
 
 def _under(path: str, roots: Iterable[str]) -> bool:
@@ -113,7 +117,7 @@ def unix_sockets() -> list[str]:
     paths = []
     for line in lines:
         fields = line.split(None, 7)
-        if len(fields) == 8 and fields[7].startswith("/"):
+        if len(fields) == 8 and fields[7].startswith("/") and not fields[7].startswith("/proc/"):
             paths.append(fields[7])
     return paths
 
@@ -126,6 +130,7 @@ def find_places(
     readable_again: Iterable[Path],
     workspace: Path,
     extra_hidden: Iterable[str] = (),
+    writable: Iterable[str] = (),
 ) -> Places:
     """Look up what to hide and protect now.
 
@@ -136,8 +141,12 @@ def find_places(
         readable_again: Folders inside those bound back read-only (user skills).
         workspace: Whose control files stay read-only.
         extra_hidden: More paths to hide (an ssh-agent socket named in the environment).
+        writable: ``[sandbox] writable``: kept where they exist.
     """
-    places = Places()
+    places = Places(
+        private=[p for p in ALWAYS_PRIVATE if os.path.isdir(p) and not os.path.islink(p)],
+        writable=[w for w in writable if os.path.isdir(w)],
+    )
     private = list(ALWAYS_PRIVATE)
     for path in [*secret_places(patterns, home), *(str(d) for d in own_dirs), *extra_hidden]:
         if _under(path, private) or not os.path.lexists(path):

@@ -24,7 +24,7 @@ from typing import Literal
 
 from tui.exec.backend import BackendError
 from tui.exec.sandbox.bwrap import bwrap_argv, find_bwrap, probe, probe_no_userns
-from tui.exec.sandbox.places import find_places
+from tui.exec.sandbox.places import Places, find_places
 from tui.exec.sandbox.proxy import HostProxy, Refusal
 from tui.security.confinement import Confinement, SandboxFacts, mode_confinement
 from tui.security.hosts import HostPolicy
@@ -73,6 +73,8 @@ class Sandbox:
     """The ``bwrap`` found and probed by ``start`` (None: no sandbox)."""
     unavailable: str | None = None
     """Why there is no sandbox (None while there is one, or before ``start``)."""
+    network: bool = True
+    """The host-policy proxy reaches this sandbox (a remote host's does not yet)."""
     approval_mode: Callable[[], ApprovalMode] = lambda: ApprovalMode.ASK
     """The session's mode now (the composition root points it at the policy)."""
     _proxy: HostProxy | None = field(default=None, repr=False)
@@ -93,7 +95,7 @@ class Sandbox:
             return f"{self.unavailable}: commands run unconfined and the rater alone decides"
         found = find_bwrap(self.workspace)
         problem = "bubblewrap (bwrap) is not installed" if found is None else await probe(found)
-        if problem is None:
+        if found is not None and problem is None:
             self.bwrap = found
             self._empty = _empty_file()
             self._no_userns = await probe_no_userns(found)
@@ -121,11 +123,14 @@ class Sandbox:
             if self.unavailable
             else ("no sandbox: the rater decides")
         )
-        return SandboxFacts(active=self.active, edit_network=self.edit_network, absent=absent)
+        return SandboxFacts(
+            active=self.active, edit_network=self.edit_network, absent=absent, network=self.network
+        )
 
     def base(self) -> Confinement:
         """What runs unasked in the session's mode may do: the shared shell's walls."""
-        return mode_confinement(self.approval_mode(), edit_network=self.edit_network)
+        walls = mode_confinement(self.approval_mode(), edit_network=self.edit_network)
+        return walls if self.network else walls.offline()
 
     async def wrap(
         self,
@@ -147,6 +152,8 @@ class Sandbox:
         walls = confinement or self.base()
         if walls.outside:
             return list(command)
+        if not self.network:
+            walls = walls.offline()
         if self.bwrap is None:
             if self.mode == "required":
                 raise SandboxRequired(
@@ -154,13 +161,7 @@ class Sandbox:
                     '[sandbox] mode = "required" runs nothing without it'
                 )
             return list(command)
-        places = find_places(
-            patterns=self.patterns,
-            home=self.home,
-            own_dirs=self.own_dirs,
-            readable_again=self.readable_again,
-            workspace=self.workspace,
-        )
+        places = await self.places()
         proxy_socket = None
         if walls.network == "proxy":
             proxy_socket = await self.proxy().socket_path()
@@ -171,12 +172,22 @@ class Sandbox:
             workspace=self.workspace,
             cwd=cwd,
             places=places,
-            writable=self.writable,
             proxy_socket=proxy_socket,
             relay=[sys.executable, "-I", "-S", RELAY],
             terminal=terminal,
             empty_file=self._empty,
             no_userns=self._no_userns,
+        )
+
+    async def places(self) -> Places:
+        """What to hide and protect, looked up now (this machine's file system)."""
+        return find_places(
+            patterns=self.patterns,
+            home=self.home,
+            own_dirs=self.own_dirs,
+            readable_again=self.readable_again,
+            workspace=self.workspace,
+            writable=self.writable,
         )
 
     def confiner(self, walls: Confinement) -> Confine:

@@ -29,12 +29,14 @@ from tui.exec.backend import (
     ExecResult,
     InteractiveProcess,
 )
+from tui.exec.sandbox.remote import confined_command
+from tui.exec.sandbox.sandbox import Sandbox
 from tui.exec.ssh.connection import Connection
 from tui.exec.ssh.files import SftpFiles
 from tui.exec.ssh.process import start_process
 from tui.exec.ssh.runner import RemoteRunner, internal_commands
 from tui.exec.ssh.target import SSHTarget
-from tui.security.confinement import Confinement
+from tui.security.confinement import OUTSIDE, Confinement
 
 if TYPE_CHECKING:
     from tui.config import SshSettings
@@ -75,6 +77,8 @@ class SSHBackend(CommandBackend):
     ) -> None:
         self.target = target if isinstance(target, SSHTarget) else SSHTarget.parse(target)
         self._default_cwd = default_cwd
+        self.sandbox: Sandbox | None = None
+        """The host's own sandbox (``RemoteSandbox``), set once its probe found bwrap working."""
         self._connection = Connection(
             self.target,
             identity_file=os.path.expanduser(identity_file) if identity_file else None,
@@ -124,6 +128,8 @@ class SSHBackend(CommandBackend):
     ) -> ExecResult:
         if cancel is not None and cancel.is_set():
             return ExecResult(exit_code=None, cancelled=True)
+        workdir = cwd if cwd is not None else self._default_cwd
+        command = await confined_command(self.sandbox, command, confinement, workdir)
         return await self._runner.execute(command, cwd, env, timeout, on_chunk, cancel, None)
 
     async def run_with_stdin(self, command: str, data: bytes) -> ExecResult:
@@ -151,7 +157,7 @@ class SSHBackend(CommandBackend):
         """``~/x`` for the shell fallback, which quotes paths (so ``~`` would not expand)."""
         if path != "~" and not path.startswith("~/"):
             return path
-        home = (await self.run('printf %s "$HOME"')).stdout
+        home = (await self.run('printf %s "$HOME"', confinement=OUTSIDE)).stdout
         return posixpath.join(home, path[2:])
 
     # -- interactive processes -----------------------------------------------------------------
@@ -165,7 +171,10 @@ class SSHBackend(CommandBackend):
         own_program: bool = False,
     ) -> InteractiveProcess:
         """``argv`` on the remote host with byte pipes, stderr merged into stdout (as locally),
-        in ``default_cwd``. Its process group is known, so ``close`` can always stop it."""
+        in ``default_cwd``. Its process group is known, so ``close`` can always stop it.
+        Confined like ``run`` unless ``own_program`` (agent-tui's tmux control client)."""
+        if self.sandbox is not None and not own_program:
+            argv = await self.sandbox.wrap(argv, confinement, cwd=self._default_cwd)
         return await start_process(self._connection, argv, env=env, cwd=self._default_cwd)
 
     async def close(self) -> None:

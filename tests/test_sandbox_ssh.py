@@ -1,0 +1,188 @@
+"""The sandbox on an SSH host: a real OpenSSH sshd on 127.0.0.1, a non-root login user, that
+host's own bubblewrap (unprivileged there: user namespaces), its own secret places."""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.container_image import Container, hostlike_container, podman_images
+from tests.sandbox_support import SKIP_REASON, bwrap_works
+from tests.sshd import SshServer
+from tests.test_ssh_backend import make_backend, sshd
+from tests.tmux_helpers import SHELL, needs_tmux
+from tui.exec.sandbox import remote as remote_module
+from tui.exec.sandbox.remote import RemoteSandbox
+from tui.exec.ssh.backend import SSHBackend
+from tui.exec.tmux.backend import TmuxBackend
+from tui.security.confinement import OUTSIDE, READ_ONLY, WORKSPACE, WORKSPACE_NET
+from tui.security.permissions import ApprovalMode
+from tui.security.secrets import SECRET_PATHS
+
+__all__ = ["hostlike_container", "podman_images", "sshd"]  # fixtures used by name
+
+pytestmark = pytest.mark.skipif(not bwrap_works(), reason=SKIP_REASON)
+
+CANARY = "REMOTE-CANARY-" + secrets.token_hex(6)
+
+
+@dataclass
+class RemoteMachine:
+    probe: SSHBackend
+    """Runs outside any sandbox: plants files and looks at the host as its user would."""
+    home: str
+    workspace: str
+
+
+@pytest.fixture
+async def remote(sshd: SshServer) -> AsyncIterator[RemoteMachine]:
+    probe = make_backend(sshd)
+    home = (await probe.run('printf %s "$HOME"', confinement=OUTSIDE)).stdout
+    workspace = f"{home}/atui-sb-{secrets.token_hex(4)}"
+    planted = await probe.run(
+        f"mkdir -p {workspace}/.git/hooks ~/.ssh ~/.aws && "
+        f"echo {CANARY} > ~/.ssh/id_rsa && echo {CANARY} > ~/.aws/credentials && "
+        f"echo '# mine' > ~/.bashrc && echo readme > {workspace}/README.md",
+        confinement=OUTSIDE,
+    )
+    assert planted.exit_code == 0, planted.stderr
+    try:
+        yield RemoteMachine(probe, home, workspace)
+    finally:
+        await probe.run(f"rm -rf {shlex.quote(workspace)}", confinement=OUTSIDE)
+        await probe.close()
+
+
+async def sandboxed(sshd: SshServer, machine: RemoteMachine, mode: ApprovalMode) -> SSHBackend:
+    backend = make_backend(sshd, default_cwd=machine.workspace)
+    box = RemoteSandbox(
+        workspace=machine.workspace,  # type: ignore[arg-type]
+        patterns=SECRET_PATHS,
+        host=backend,
+        host_name="testhost",
+    )
+    said = await box.start()
+    assert said is not None and "sandbox on testhost" in said and box.active, said
+    box.approval_mode = lambda: mode
+    backend.sandbox = box
+    return backend
+
+
+async def test_commands_on_the_host_meet_the_same_walls(
+    sshd: SshServer, remote: RemoteMachine
+) -> None:
+    backend = await sandboxed(sshd, remote, ApprovalMode.AUTO_EDIT)
+    try:
+        read = await backend.run(
+            "cat ~/.ssh/id_rsa ~/.aws/credentials; touch made-ro; echo x >> ~/.bashrc",
+            confinement=READ_ONLY,
+        )
+        assert CANARY not in read.stdout + read.stderr
+        assert "Read-only file system" in read.stderr
+        wrote = await backend.run(
+            "echo ok > made.txt && echo MADE; echo x > .git/hooks/pre-commit; "
+            "echo x >> ~/.bashrc; curl -sS -m 3 http://127.0.0.1:1/ || echo NO-NET",
+            confinement=WORKSPACE_NET,  # offline there: no proxy reaches the host
+        )
+        assert "MADE" in wrote.stdout and "NO-NET" in wrote.stdout
+
+        async def outside(command: str) -> str:
+            return (await remote.probe.run(command, confinement=OUTSIDE)).stdout
+
+        assert await outside(f"cat {remote.workspace}/made.txt") == "ok\n"
+        assert await outside(f"ls -A {remote.workspace}/.git/hooks") == ""
+        assert await outside("cat ~/.bashrc") == "# mine\n"
+        assert "made-ro" not in await outside(f"ls {remote.workspace}")
+        assert backend.sandbox is not None
+        facts = backend.sandbox.facts()
+        assert facts.active and not facts.network
+        assert facts.mode_confinement(ApprovalMode.FULL_AUTO) == WORKSPACE
+    finally:
+        await backend.close()
+
+
+async def test_a_host_without_bwrap_says_the_rater_decides(
+    sshd: SshServer, remote: RemoteMachine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probe looks for bwrap where none is (the host's own bwrap left out of its list)."""
+    monkeypatch.setattr(remote_module, "TRUSTED_DIRS", ("/nonexistent-atui",))
+    backend = make_backend(sshd, default_cwd=remote.workspace)
+    box = RemoteSandbox(
+        workspace=remote.workspace,  # type: ignore[arg-type]
+        patterns=SECRET_PATHS,
+        host=backend,
+        host_name="bare",
+    )
+    try:
+        said = await box.start()
+        assert said == (
+            "no sandbox on bare: bubblewrap (bwrap) is not installed there. "
+            "The rater alone decides there"
+        )
+        assert not box.active and box.facts().absent.startswith("no sandbox")
+    finally:
+        await backend.close()
+
+
+@needs_tmux
+async def test_the_remote_panes_shell_starts_inside_the_hosts_sandbox(
+    sshd: SshServer, remote: RemoteMachine
+) -> None:
+    host = await sandboxed(sshd, remote, ApprovalMode.ASK)
+    backend = TmuxBackend(
+        host,
+        socket_name=f"atui-sb-{secrets.token_hex(3)}",
+        shell=SHELL,
+        owner="atui-test",
+        config="/dev/null",
+        default_cwd=remote.workspace,
+    )
+    try:
+        await backend.start()
+        assert backend.sandbox_label() == "sandbox: read-only, no network"
+        first = await backend.run("touch pane-made; cat ~/.ssh/id_rsa; echo done", timeout=30)
+        assert "Read-only file system" in first.stdout and CANARY not in first.stdout
+        approved = await backend.run(
+            "touch pane-made && echo made", timeout=30, confinement=WORKSPACE
+        )
+        assert "made" in approved.stdout
+        assert any("approved-ws" in note for note in approved.notices)
+    finally:
+        await backend.close()
+        await host.close()
+
+
+# -- a container target -------------------------------------------------------------------
+
+
+async def test_a_container_says_plainly_what_holds(hostlike_container: Container) -> None:
+    """The host-like container has /usr from this machine, bwrap included; whether bwrap can
+    make namespaces inside depends on the engine, and either answer is said plainly."""
+    from tui.config import Settings
+    from tui.targets import TargetChoice, open_target
+
+    target = await open_target(
+        TargetChoice(container=hostlike_container.name, tmux=False),
+        Settings(),
+        Path("/tmp"),
+        interactive=False,
+    )
+    try:
+        said = " ".join(target.notices)
+        if target.commands is not None:
+            assert "sandbox on container" in said and "container's own boundary holds" in said
+            result = await target.backend.run("touch /root/atui-inside; echo $?", timeout=30)
+            assert "Read-only file system" in result.stderr
+        else:
+            assert target.unsandboxed is not None
+            assert "no sandbox inside container" in said
+            assert "the container's own boundary holds" in said
+    finally:
+        await target.backend.close()
+        if target.sandbox is not None:
+            await target.sandbox.close()
