@@ -188,6 +188,9 @@ class ApprovalRequested(Event):
     """``cwd`` is not the workspace: the modal highlights it."""
     sandbox: str | None = None
     """Where the command would run, as ``ToolCallStarted.sandbox`` says it."""
+    outside: bool = False
+    """It asks to run outside the sandbox: only a person answers, never an auto-approve window
+    or a saved answer."""
     diff: str | None = None
     """What a file tool would change, as a unified diff of the file read when asking (a new
     file: all of it added); None when the tool has nothing to show or the file is unreadable

@@ -472,6 +472,7 @@ class SecurityPolicy:
             )
             if access.command is not None
             else None,
+            outside=access.outside and self.sandbox.active,
             suggested_pattern=suggest_pattern(call.tool_name, access, risk),
             reason=reason,
             loop_id=call.loop_id,

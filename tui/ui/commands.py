@@ -222,7 +222,7 @@ class SlashCommands:
             return
         host.panels.show_mirror()
         if word:
-            panes.select(word if word.startswith("%") else f"%{word}")
+            panes.select(word if word.startswith("%") else f"%{word}", pinned=True)
         known = ", ".join(sorted(panes.frames)) or "none yet"
         target = panes.target or "none"
         lines = [f"mirrored pane: {target} (panes seen: {known})"]

@@ -37,6 +37,8 @@ class PaneControl:
         """The person has the pane's keyboard."""
         self.target: str | None = None
         """The pane the mirror shows."""
+        self.pinned = False
+        """The person chose ``target`` (``/pane %3``): frames of others do not move it."""
         self.frames: dict[str, PaneFrame] = {}
         """The last frame of each pane seen (at most ``KEPT_FRAMES``)."""
         self._keys: list[Typed] = []
@@ -74,7 +76,8 @@ class PaneControl:
         if match:
             self.select(match.group(1))
 
-    def select(self, pane_id: str) -> None:
+    def select(self, pane_id: str, *, pinned: bool = False) -> None:
+        self.pinned = pinned
         if self.target == pane_id:
             return
         self.target = pane_id
@@ -88,7 +91,9 @@ class PaneControl:
         self.frames[frame.pane_id] = frame
         if len(self.frames) > KEPT_FRAMES:
             del self.frames[next(iter(self.frames))]
-        if self.target is None:
+        if self.target is None or (not self.pinned and frame.pane_id != self.target):
+            # The mirror's frames follow the pane the agent types into, which can be a window
+            # other than the one its call named (a command approved with other walls).
             self.target = frame.pane_id
         mirror = self.host.mirror
         if frame.pane_id == self.target:

@@ -44,7 +44,7 @@ class ApprovalFlow:
         session = self.host.session
         if not session.answers_approvals:
             return  # another approver (a test's, say) answers this session
-        if self.auto_approve.active:
+        if self.auto_approve.active and not request.outside:
             if session.approve_once(request.request_id):
                 self.auto_approve.answered += 1
                 left = format_remaining(self.auto_approve.remaining())
