@@ -16,6 +16,7 @@ from tests.scripted_server import ScriptedServer
 from tests.test_ui_app import app_for, send, shell_step, turn_done, until
 from tui.config import load_settings
 from tui.exec.local import LocalBackend
+from tui.exec.sandbox import sandbox as sandbox_module
 from tui.exec.sandbox.sandbox import Sandbox
 from tui.security.secrets import SECRET_PATHS
 from tui.session import AgentSession
@@ -102,3 +103,31 @@ async def test_an_auto_approve_window_never_answers_going_outside(
     finally:
         outside.unlink(missing_ok=True)
         await sandbox.close()
+
+
+async def test_without_bwrap_the_status_bar_and_blocks_say_no_sandbox(
+    workspace: Path, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bwrap missing (``find_bwrap`` made to find nothing): said, not silently fallen back."""
+    monkeypatch.setattr(sandbox_module, "find_bwrap", lambda *a, **k: None)
+    server.add(shell_step("ls"), {"text": "Done."})
+    sandbox = Sandbox(workspace, patterns=SECRET_PATHS)
+    said = await sandbox.start()
+    assert said is not None and said.startswith("no sandbox")
+    provider: dict[str, Any] = {
+        "name": "openai",
+        "model": "scripted",
+        "base_url": server.openai_base_url,
+        "api_key": "test-key",
+    }
+    loaded = load_settings(workspace, overrides={"provider": provider}, env={})
+    backend = LocalBackend(default_cwd=str(workspace), sandbox=sandbox)
+    session = build_session(workspace, loaded, backend=backend, sandbox=sandbox)
+    app = app_for(session)
+    async with app.run_test(size=(160, 40)) as pilot:
+        assert "NO SANDBOX" in app.status.plain
+        await send(pilot, app, "list")
+        await turn_done(pilot, app, 2, server)
+        state = app.tools.state("call_1")
+        assert state is not None and state.sandbox is not None
+        assert state.sandbox.startswith("no sandbox: the rater decides")

@@ -12,6 +12,7 @@ own explicit choice (a workspace file can never set it).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sys
@@ -94,11 +95,13 @@ class Sandbox:
             self.unavailable = 'the sandbox is off ([sandbox] mode = "off")'
             return f"{self.unavailable}: commands run unconfined and the rater alone decides"
         found = find_bwrap(self.workspace)
-        problem = "bubblewrap (bwrap) is not installed" if found is None else await probe(found)
+        if found is None:
+            problem: str | None = "bubblewrap (bwrap) is not installed"
+        else:  # both at once: this is on the way to the first frame
+            problem, self._no_userns = await asyncio.gather(probe(found), probe_no_userns(found))
         if found is not None and problem is None:
             self.bwrap = found
             self._empty = _empty_file()
-            self._no_userns = await probe_no_userns(found)
             return None
         self.unavailable = problem
         if self.mode == "required":
