@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_harness
+from tests.conftest import Harness, make_harness
 from tests.sandbox_support import (
     CANARY,
     SKIP_REASON,
@@ -66,6 +66,24 @@ async def started(sandbox: Sandbox) -> Sandbox:
 
 def backend_on(machine: Planted, sandbox: Sandbox) -> LocalBackend:
     return LocalBackend(default_cwd=str(machine.workspace), sandbox=sandbox, drain_timeout=0.5)
+
+
+def harness_on(
+    machine: Planted, sandbox: Sandbox, mode: ApprovalMode, *answers: ApprovalAnswer
+) -> tuple[Harness, ScriptedApprover | None]:
+    """The registry and policy wired as the app wires them, with the sandbox following the
+    policy's mode; with no ``answers`` there is nobody to ask."""
+    approver = ScriptedApprover(*answers) if answers else None
+    extra = {"approver": approver} if approver is not None else {}
+    harness = make_harness(
+        machine.workspace,
+        mode=mode,
+        backend=backend_on(machine, sandbox),
+        sandbox=sandbox.facts(),
+        **extra,
+    )
+    sandbox.approval_mode = lambda: harness.policy.approval_mode
+    return harness, approver
 
 
 # -- the columns -------------------------------------------------------------------------------
@@ -301,15 +319,8 @@ async def test_outside_runs_only_after_a_yes_in_every_mode_and_never_without_a_p
     arguments = {"command": command, "outside_sandbox": True, "why": "the task needs it"}
     for mode in ApprovalMode:
         marker.unlink(missing_ok=True)
-        approver = ScriptedApprover(ApprovalAnswer.deny())
-        harness = make_harness(
-            machine.workspace,
-            mode=mode,
-            backend=backend_on(machine, sandbox),
-            approver=approver,
-            sandbox=sandbox.facts(),
-        )
-        sandbox.approval_mode = lambda h=harness: h.policy.approval_mode
+        harness, approver = harness_on(machine, sandbox, mode, ApprovalAnswer.deny())
+        assert approver is not None
         if mode is ApprovalMode.READ_ONLY:
             arguments_here = {**arguments, "command": "cat README.md"}
         else:
@@ -321,14 +332,7 @@ async def test_outside_runs_only_after_a_yes_in_every_mode_and_never_without_a_p
         assert "runs OUTSIDE the sandbox" in request.reason
         assert not marker.exists()
     # A yes, in full-auto: it runs outside, where the sandbox would have refused it.
-    approver = ScriptedApprover(ApprovalAnswer.allow_once())
-    harness = make_harness(
-        machine.workspace,
-        mode=ApprovalMode.FULL_AUTO,
-        backend=backend_on(machine, sandbox),
-        approver=approver,
-        sandbox=sandbox.facts(),
-    )
+    harness, _ = harness_on(machine, sandbox, ApprovalMode.FULL_AUTO, ApprovalAnswer.allow_once())
     result = await harness.call("run_shell", arguments)
     assert not result.is_error, result.text
     assert marker.exists()
@@ -339,12 +343,7 @@ async def test_outside_runs_only_after_a_yes_in_every_mode_and_never_without_a_p
     inside = await harness.call("run_shell", {"command": command})
     assert not marker.exists() and "outside_sandbox=true" in inside.text
     # Nobody to ask: refused, with what to do instead.
-    alone = make_harness(
-        machine.workspace,
-        mode=ApprovalMode.FULL_AUTO,
-        backend=backend_on(machine, sandbox),
-        sandbox=sandbox.facts(),
-    )
+    alone, _ = harness_on(machine, sandbox, ApprovalMode.FULL_AUTO)
     refused = await alone.call("run_shell", arguments)
     assert refused.is_error and "no one can give it here" in refused.text
     assert not marker.exists()
@@ -356,15 +355,8 @@ async def test_a_yes_in_ask_mode_gives_auto_edits_column_and_the_block_says_wher
     machine: Planted,
 ) -> None:
     sandbox = await started(machine.sandbox())
-    approver = ScriptedApprover(ApprovalAnswer.allow_once())
-    harness = make_harness(
-        machine.workspace,
-        mode=ApprovalMode.ASK,
-        backend=backend_on(machine, sandbox),
-        approver=approver,
-        sandbox=sandbox.facts(),
-    )
-    sandbox.approval_mode = lambda: harness.policy.approval_mode
+    harness, approver = harness_on(machine, sandbox, ApprovalMode.ASK, ApprovalAnswer.allow_once())
+    assert approver is not None
     unasked = await harness.call("run_shell", {"command": "ls"})
     assert not unasked.is_error
     asked = await harness.call("run_shell", {"command": "touch approved.txt; echo x > ~/.bashrc"})
@@ -413,15 +405,9 @@ async def test_the_python_repl_runs_inside_and_restarts_when_its_walls_change(
     machine: Planted,
 ) -> None:
     sandbox = await started(machine.sandbox())
-    approver = ScriptedApprover(*[ApprovalAnswer.allow_once()] * 4)
-    harness = make_harness(
-        machine.workspace,
-        mode=ApprovalMode.FULL_AUTO,
-        backend=backend_on(machine, sandbox),
-        approver=approver,
-        sandbox=sandbox.facts(),
+    harness, _ = harness_on(
+        machine, sandbox, ApprovalMode.FULL_AUTO, *[ApprovalAnswer.allow_once()] * 4
     )
-    sandbox.approval_mode = lambda: harness.policy.approval_mode
     code = (
         "import os\n"
         "home = os.environ['HOME']\n"

@@ -58,14 +58,18 @@ async def remote(sshd: SshServer) -> AsyncIterator[RemoteMachine]:
         await probe.close()
 
 
-async def sandboxed(sshd: SshServer, machine: RemoteMachine, mode: ApprovalMode) -> SSHBackend:
-    backend = make_backend(sshd, default_cwd=machine.workspace)
-    box = RemoteSandbox(
-        workspace=machine.workspace,  # type: ignore[arg-type]
+def host_sandbox(backend: SSHBackend, workspace: str, name: str) -> RemoteSandbox:
+    return RemoteSandbox(
+        workspace=workspace,  # type: ignore[arg-type]
         patterns=SECRET_PATHS,
         host=backend,
-        host_name="testhost",
+        host_name=name,
     )
+
+
+async def sandboxed(sshd: SshServer, machine: RemoteMachine, mode: ApprovalMode) -> SSHBackend:
+    backend = make_backend(sshd, default_cwd=machine.workspace)
+    box = host_sandbox(backend, machine.workspace, "testhost")
     said = await box.start()
     assert said is not None and "sandbox on testhost" in said and box.active, said
     box.approval_mode = lambda: mode
@@ -112,12 +116,7 @@ async def test_a_host_without_bwrap_says_the_rater_decides(
     """The probe looks for bwrap where none is (the host's own bwrap left out of its list)."""
     monkeypatch.setattr(remote_module, "TRUSTED_DIRS", ("/nonexistent-atui",))
     backend = make_backend(sshd, default_cwd=remote.workspace)
-    box = RemoteSandbox(
-        workspace=remote.workspace,  # type: ignore[arg-type]
-        patterns=SECRET_PATHS,
-        host=backend,
-        host_name="bare",
-    )
+    box = host_sandbox(backend, remote.workspace, "bare")
     try:
         said = await box.start()
         assert said == (

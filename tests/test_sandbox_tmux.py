@@ -22,12 +22,15 @@ from tests.sandbox_support import (
     snapshot,
 )
 from tests.test_policy import ScriptedApprover
-from tests.tmux_helpers import SHELL, clean_env, kill_server, needs_tmux, new_socket_name
+from tests.test_tmux_tools import socket_name
+from tests.tmux_helpers import SHELL, clean_env, needs_tmux
 from tui.events import ApprovalAnswer, Notice
 from tui.exec.local import LocalBackend
 from tui.exec.sandbox.sandbox import Sandbox
 from tui.exec.tmux.backend import TmuxBackend
 from tui.security.permissions import ApprovalMode
+
+__all__ = ["socket_name"]  # the tmux tests' private-socket fixture
 
 pytestmark = [needs_tmux, pytest.mark.skipif(not bwrap_works(), reason=SKIP_REASON)]
 
@@ -36,15 +39,6 @@ pytestmark = [needs_tmux, pytest.mark.skipif(not bwrap_works(), reason=SKIP_REAS
 def machine() -> Iterator[Planted]:
     with planted_machine() as planted:
         yield planted
-
-
-@pytest.fixture
-def socket_name() -> Iterator[str]:
-    name = new_socket_name()
-    try:
-        yield name
-    finally:
-        kill_server(name)
 
 
 class Rig:
