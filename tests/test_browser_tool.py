@@ -23,6 +23,7 @@ import pytest
 
 from tests.browser_site import Site
 from tests.conftest import Harness, make_harness
+from tui.locations import tool_output_dir
 from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.settings import SecuritySettings
 from tui.tools.builtin.browser import BrowserTool
@@ -290,15 +291,15 @@ async def test_file_urls_and_downloads_are_refused_unless_allowed(
         await allowed.call(
             "browser", {"action": "eval", "script": f"location.href = '{site.base}/download'; 1"}
         )
-        await wait_until(lambda: site.hits.get("/download") == 2)
-        seen = ""
-        for _ in range(50):
-            seen += (await allowed.call("browser", {"action": "tabs"})).text
-            if "downloaded" in seen:
-                break
-            await asyncio.sleep(0.1)
-        saved = Path(seen.split(" to ")[1].split(" (")[0])
-        assert saved.read_bytes() == b"file body"
+        folder = tool_output_dir() / "downloads"
+        await wait_until(lambda: (folder / "report.bin").exists())
+        session = tool._session  # the note is written once the save has returned
+        await wait_until(
+            lambda: session is not None and any("downloaded" in n for n in session.notes)
+        )
+        assert (folder / "report.bin").read_bytes() == b"file body"
+        said = (await allowed.call("browser", {"action": "tabs"})).text
+        assert f"/download to {folder / 'report.bin'} (9 bytes)" in said, said
     finally:
         await tool.aclose()
 
@@ -307,12 +308,10 @@ async def test_tabs_opened_by_a_page_are_listed_and_switched_to(
     harness: Harness, site: Site
 ) -> None:
     await harness.call("browser", {"action": "open", "url": f"{site.base}/newtab"})
-    said = (await harness.call("browser", {"action": "click", "role": "link"})).text
-    deadline = time.monotonic() + 10
-    while "2 tab(s)" not in said and time.monotonic() < deadline:  # the popup opens on its own
-        said += (await harness.call("browser", {"action": "tabs"})).text
-    assert "[browser] tab 2 opened" in said, said
+    clicked = await harness.call("browser", {"action": "click", "role": "link"})
+    await wait_until(lambda: tool_of(harness).tab_count == 2)  # the popup opens on its own time
     tabs = await harness.call("browser", {"action": "tabs"})
+    assert "[browser] tab 2 opened" in clicked.text + tabs.text, clicked.text + tabs.text
     assert "2 tab(s); the current one is 1" in tabs.text
     switched = await harness.call("browser", {"action": "switch", "tab": 2})
     assert "switched to tab 2" in switched.text
@@ -330,7 +329,9 @@ async def test_a_screenshot_is_a_png_file_the_result_names(harness: Harness, sit
     assert not shot.is_error, shot.text
     path = Path(shot.details["path"])
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert shot.text.startswith(f"screenshot of {site.base}/plain: {path} (1280x800 px, ")
+    first, second = shot.text.splitlines()[:2]
+    assert first.startswith(f"screenshot of {site.base}/plain: 1280x800 px, ")
+    assert first.endswith("KB") and second.startswith(f"saved to {path} ")
     assert shot.details["bytes"] == path.stat().st_size
 
 

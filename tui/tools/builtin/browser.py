@@ -103,6 +103,12 @@ Examples: {"action": "open", "url": "http://localhost:3000/login"};
         """The running browser's process id, if one runs."""
         return self._session.pid if self._session is not None else None
 
+    @property
+    def tab_count(self) -> int:
+        """Tabs open in the running browser (0 when none runs)."""
+        session = self._session
+        return len(session.tabs) if session is not None and session.alive else 0
+
     async def execute(self, params: BrowserParams, ctx: ToolContext) -> ToolResult:
         async with self._lock:
             session = self._ready_session(ctx)

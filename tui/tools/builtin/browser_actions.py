@@ -122,7 +122,7 @@ async def do_read(session: BrowserSession, params: BrowserParams, call_id: str) 
         title, body = await page.evaluate(READ_TEXT)  # one round trip for both
         shown = f'{page.url} "{title}"' if title else page.url
         head = f"text of {shown} ({len(body)} chars)"
-    return Outcome(f"{head}\n\n{body}", {"url": page.url, "format": params.format})
+    return Outcome(f"{head}\n\n{body}", {"url": page.url, "format": params.format or "text"})
 
 
 READ_TEXT = "() => [document.title, document.body ? document.body.innerText : '']"
@@ -171,8 +171,9 @@ async def do_wait(session: BrowserSession, params: BrowserParams, call_id: str) 
     if params.target() is not None:
         await locate(page, params).first.wait_for(state="visible")
         return Outcome(f"{params.target()} is visible on {await where(page)}")
-    await page.wait_for_load_state(params.state)
-    return Outcome(f"{params.state} reached on {await where(page)}")
+    state = params.state or "networkidle"
+    await page.wait_for_load_state(state)
+    return Outcome(f"{state} reached on {await where(page)}")
 
 
 async def do_back(session: BrowserSession, params: BrowserParams, call_id: str) -> Outcome:
@@ -192,12 +193,12 @@ async def do_screenshot(session: BrowserSession, params: BrowserParams, call_id:
     if params.target() is not None:
         await locate(page, params).screenshot(path=path)
     else:
-        await page.screenshot(path=path, full_page=params.full_page)
+        await page.screenshot(path=path, full_page=bool(params.full_page))
     size = path.stat().st_size
     width, height = png_size(path)
     return Outcome(
-        f"screenshot of {page.url}: {path} ({width}x{height} px, {human_bytes(size)}); "
-        "read_file shows it",
+        f"screenshot of {page.url}: {width}x{height} px, {human_bytes(size)}\n"
+        f"saved to {path} (read_file shows it)",
         {"url": page.url, "path": str(path), "bytes": size, "width": width, "height": height},
     )
 

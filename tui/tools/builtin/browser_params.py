@@ -47,10 +47,11 @@ class BrowserParams(ToolParams):
         "close_tab: close tab n (default the current). eval: run JavaScript in the page."
     )
     url: str | None = Field(default=None, description="open: the http(s) URL.")
-    new_tab: bool = Field(default=False, description="open: in a new tab.")
-    format: Literal["text", "tree"] = Field(
-        default="text",
-        description="read: text (what the page shows) or tree (roles, names, refs to act on).",
+    new_tab: bool | None = Field(default=None, description="open: in a new tab (default no).")
+    format: Literal["text", "tree"] | None = Field(
+        default=None,
+        description="read: text (what the page shows; the default) or tree (roles, names, "
+        "refs to act on).",
     )
     ref: str | None = Field(
         default=None, description="An element's ref from the latest tree, e.g. e12."
@@ -65,18 +66,20 @@ class BrowserParams(ToolParams):
         default=None, description="A CSS selector (or Playwright selector) for the element."
     )
     text: str | None = Field(default=None, description="type: the text to put in the field.")
-    submit: bool = Field(default=False, description="type: press Enter afterwards.")
+    submit: bool | None = Field(default=None, description="type: press Enter afterwards.")
     values: list[str] | None = Field(
         default=None, description="select: the option values or labels to choose."
     )
     key: str | None = Field(
         default=None, description="press: a key or chord, e.g. Enter, Escape, Control+A."
     )
-    state: Literal["networkidle", "load", "domcontentloaded"] = Field(
-        default="networkidle",
-        description="wait without an element: the page state to wait for.",
+    state: Literal["networkidle", "load", "domcontentloaded"] | None = Field(
+        default=None,
+        description="wait without an element: the page state to wait for (default networkidle).",
     )
-    full_page: bool = Field(default=False, description="screenshot: the whole page, scrolled.")
+    full_page: bool | None = Field(
+        default=None, description="screenshot: the whole page, scrolled (default the viewport)."
+    )
     tab: int | None = Field(default=None, ge=1, description="switch / close_tab: tab number.")
     script: str | None = Field(
         default=None,
