@@ -17,6 +17,11 @@ Why it is built this way:
   stopped by the watchdog if agent-tui dies; a fresh temporary profile, never the user's.
 * **The host policy on every request**: see ``browser_guard``: the browser is fulfilled with
   answers fetched by the same guarded client as ``fetch_url``, and reaches nothing by itself.
+* **Screenshots are files, not pictures in the block.** The block's first lines name the
+  file, its pixel size and bytes. The maintained Textual image widget (textual-image) does not
+  fit: it must be imported before the app starts because it probes the terminal then (every
+  run would pay for a picture few runs take), tmux — where the app usually runs — passes no
+  Kitty graphics and only some Sixel, and a tool block draws lines, not child widgets.
 * **Permissions per action**: looking (open, read, wait, back, screenshot, console, tabs) is
   read-only like ``fetch_url``; acting on a page (click, type, select, press) can change what
   a site holds, like ``http_request``'s POST, so it needs workspace-write; running JavaScript
