@@ -5,8 +5,9 @@ One run, same machine, same Debian Chromium, same loopback page (``tests/browser
 * **open + read text, per call**: the tool through ``ToolRegistry.execute`` (full-auto
   ``SecurityPolicy``: parse, policy, the host guard fetching every request through the
   guarded client and fulfilling the browser, truncation), two calls (``open``, then ``read``
-  with format=text), vs bare Playwright's ``page.goto`` + ``inner_text("body")`` in a browser
-  with no interception. Interleaved round by round in a rotating order, medians reported.
+  with format=text), vs bare Playwright's ``page.goto`` + ``document.body.innerText`` (the
+  tool reads the same way) in a browser with the same quiet flags and no interception.
+  Interleaved round by round in a rotating order, medians reported.
 * **(breakdown)** bare Playwright with a route that fulfils every request through the same
   guarded httpx client, without the tool around it: what interception itself costs.
 * **start**: the first call (driver + Chromium launch + context + first page) vs bare
@@ -41,7 +42,7 @@ from tui.security.permissions import ApprovalMode
 from tui.security.policy import SecurityPolicy
 from tui.tools.builtin.browser import BrowserTool
 from tui.tools.builtin.browser_guard import RequestGuard
-from tui.tools.builtin.browser_launch import dead_port, flags
+from tui.tools.builtin.browser_launch import BASE_FLAGS, dead_port, flags
 from tui.tools.context import ToolContext
 from tui.tools.loops import LoopMemory
 from tui.tools.registry import ToolRegistry
@@ -84,7 +85,9 @@ class Bare:
 
     async def start(self) -> None:
         self.playwright = await async_playwright().start()
-        args = flags(self.held.getsockname()[1]) if self.guarded else ["--disable-gpu"]
+        # Both with the tool's quiet flags (no background traffic); only the guarded one gets
+        # the proxy that goes nowhere.
+        args = flags(self.held.getsockname()[1]) if self.guarded else list(BASE_FLAGS)
         self.browser = await self.playwright.chromium.launch(
             executable_path=CHROMIUM, chromium_sandbox=False, args=args
         )
@@ -101,7 +104,7 @@ class Bare:
     async def open_read(self, index: int) -> None:
         assert self.page is not None
         await self.page.goto(f"{self.base}/plain?n={index}")
-        text = await self.page.locator("body").inner_text()
+        text = await self.page.evaluate("document.body.innerText")  # as the tool reads
         assert "A plain page." in text
 
     async def stop(self) -> None:
@@ -169,7 +172,7 @@ async def main(rounds: int, start_count: int) -> None:
         try:
             medians = await interleaved(
                 {
-                    "bare Playwright: goto + inner_text": bare.open_read,
+                    "bare Playwright: goto + body.innerText": bare.open_read,
                     "browser tool: open + read (2 calls)": ours.open_read,
                     "(breakdown) Playwright + the guard's route": guarded.open_read,
                 },
