@@ -13,6 +13,8 @@ Why it is built this way:
 * **Lazy**: this module holds only the schema and the permissions. Playwright, the session and
   the actions are imported on the first call, so start-up and the first model request never
   pay for them (``tests/test_import_hygiene.py`` holds that).
+* **On this machine**: Chromium runs where agent-tui runs, whatever the command target (an
+  SSH host or a container has no display stack to lend); ``localhost`` is this machine.
 * **One browser per agent session**, started on the first call, closed with the session, and
   stopped by the watchdog if agent-tui dies; a fresh temporary profile, never the user's.
 * **The host policy on every request**: see ``browser_guard``: the browser is fulfilled with
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import unquote, urlsplit
 
 from tui.errors import ExecutionFailed, InvalidArguments, NotFound, PermissionDenied, ToolError
@@ -58,28 +60,21 @@ class BrowserTool(Tool[BrowserParams]):
     permission = PermissionMode.WORKSPACE_WRITE
     truncation = TruncationRule.head(12_000, keep_tail=3_000)
     aliases: ClassVar[dict[str, str]] = {"js": "script", "expression": "script"}
-    description = """Drive a real headless Chromium: open pages, read them, click, type, submit.
+    description = """A real headless Chromium: open pages, read them, click, type, submit.
 
-Pages run their JavaScript, keep cookies and logins between calls, and can have several tabs.
-Start with action=open, then action=read (format=text for what the page shows, format=tree for
-an accessibility tree whose elements carry refs like e12), then act on elements by ref (or by
-role and name, or a CSS selector) and read again. Every request the page makes obeys
-[security] allowed_hosts / blocked_hosts; blocked ones are listed in the result.
-When to use: checking a web app after a change or a deploy; pages built by JavaScript; logging
-in, filling and submitting forms, clicking through a flow; a screenshot of what a person sees.
-When NOT to use: static pages, docs and JSON APIs (fetch_url is faster); sending raw HTTP
-requests (http_request); searching the web (web_search).
-Disambiguation: refs come from the latest read with format=tree of the current tab; read again
-after the page changes. type replaces a field's content; submit=true presses Enter after.
-eval runs JavaScript in the page and needs danger-full-access. Screenshots are PNG files (the
-result names the path; read_file shows it). file:// pages and downloads are refused unless the
-[browser] settings allow them.
+Pages run JavaScript and keep cookies and logins between calls. open a URL, read it
+(format=text, or format=tree: an accessibility tree whose elements carry refs like e12), act
+on an element by ref (or role + name, or CSS selector), read again. Requests obey [security]
+hosts; blocked ones are listed in the result.
+When to use: checking a web app after a change or deploy; pages built by JavaScript; logging
+in and submitting forms; a screenshot of what a person sees.
+When NOT to use: static pages, docs, JSON APIs (fetch_url is faster); raw HTTP (http_request).
+Disambiguation: refs come from the current tab's latest tree. type replaces a field's text.
+eval (JavaScript in the page) needs danger-full-access. Screenshots are PNG files (read_file
+shows them). file:// and downloads are refused unless [browser] allows them.
 Examples: {"action": "open", "url": "http://localhost:3000/login"};
-{"action": "read", "format": "tree"};
-{"action": "type", "ref": "e7", "text": "admin"};
-{"action": "click", "role": "button", "name": "Sign in"};
-{"action": "wait", "selector": "#dashboard"}; {"action": "screenshot", "full_page": true};
-{"action": "console"}; {"action": "switch", "tab": 2}"""
+{"action": "read", "format": "tree"}; {"action": "type", "ref": "e7", "text": "admin"};
+{"action": "click", "role": "button", "name": "Sign in"}; {"action": "console"}"""
 
     def __init__(self) -> None:
         self.executable: str | None = None
@@ -89,6 +84,17 @@ Examples: {"action": "open", "url": "http://localhost:3000/login"};
         self.action_timeout = DEFAULT_TIMEOUT
         self._session: BrowserSession | None = None
         self._lock = asyncio.Lock()
+
+    def parameters_schema(self) -> dict[str, Any]:
+        """The schema without ``null`` alternatives: every optional field is simply left out,
+        and the model reads each field once, not a union for each (it is sent every turn)."""
+        schema = super().parameters_schema()
+        for name, field in schema.get("properties", {}).items():
+            options = [o for o in field.get("anyOf", []) if o != {"type": "null"}]
+            if len(options) == 1 and field.get("default", 0) is None:
+                rest = {k: v for k, v in field.items() if k not in ("anyOf", "default")}
+                schema["properties"][name] = {**options[0], **rest}
+        return schema
 
     def access(self, params: BrowserParams) -> ToolAccess:
         reads: list[str] = []

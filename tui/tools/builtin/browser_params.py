@@ -38,58 +38,41 @@ MAX_TIMEOUT = 120.0
 
 class BrowserParams(ToolParams):
     action: Action = Field(
-        description="open: go to url (new_tab=true opens it in a new tab). read: the page as "
-        "text (format=text) or as an accessibility tree whose elements carry refs like e12 "
-        "(format=tree). click / type / select: an element by ref, role (+name) or selector. "
-        "press: a key (on an element, or the page). wait: for an element, or for the page's "
-        "network to go quiet. back: history back. screenshot: a PNG file. console: the "
-        "page's console errors since the last look. tabs: list them. switch: to tab n. "
-        "close_tab: close tab n (default the current). eval: run JavaScript in the page."
+        description="click/type/select take an element (ref, role or selector); press a key "
+        "(element optional); wait for an element or a page state; console: errors since the "
+        "last look; switch/close_tab: tab n; eval: JavaScript."
     )
     url: str | None = Field(default=None, description="open: the http(s) URL.")
-    new_tab: bool | None = Field(default=None, description="open: in a new tab (default no).")
+    new_tab: bool | None = Field(default=None, description="open: in a new tab.")
     format: Literal["text", "tree"] | None = Field(
         default=None,
-        description="read: text (what the page shows; the default) or tree (roles, names, "
-        "refs to act on).",
+        description="read: text (default) or tree (with refs).",
     )
-    ref: str | None = Field(
-        default=None, description="An element's ref from the latest tree, e.g. e12."
-    )
-    role: str | None = Field(
-        default=None, description="An ARIA role to find the element by: button, link, textbox…"
-    )
-    name: str | None = Field(
-        default=None, description="With role: the element's accessible name (exact match)."
-    )
-    selector: str | None = Field(
-        default=None, description="A CSS selector (or Playwright selector) for the element."
-    )
-    text: str | None = Field(default=None, description="type: the text to put in the field.")
+    ref: str | None = Field(default=None, description="Element ref from the latest tree.")
+    role: str | None = Field(default=None, description="ARIA role: button, link, textbox…")
+    name: str | None = Field(default=None, description="With role: accessible name (exact).")
+    selector: str | None = Field(default=None, description="CSS (or Playwright) selector.")
+    text: str | None = Field(default=None, description="type: the text.")
     submit: bool | None = Field(default=None, description="type: press Enter afterwards.")
-    values: list[str] | None = Field(
-        default=None, description="select: the option values or labels to choose."
-    )
-    key: str | None = Field(
-        default=None, description="press: a key or chord, e.g. Enter, Escape, Control+A."
-    )
+    values: list[str] | None = Field(default=None, description="select: option values or labels.")
+    key: str | None = Field(default=None, description="press: Enter, Escape, Control+A…")
     state: Literal["networkidle", "load", "domcontentloaded"] | None = Field(
         default=None,
-        description="wait without an element: the page state to wait for (default networkidle).",
+        description="wait without element: page state (default networkidle).",
     )
     full_page: bool | None = Field(
-        default=None, description="screenshot: the whole page, scrolled (default the viewport)."
+        default=None, description="screenshot: whole page, not the viewport."
     )
-    tab: int | None = Field(default=None, ge=1, description="switch / close_tab: tab number.")
+    tab: int | None = Field(default=None, ge=1, description="switch/close_tab: tab number.")
     script: str | None = Field(
         default=None,
-        description="eval: a JavaScript expression or function body; its JSON value returns.",
+        description="eval: JavaScript expression or function; its JSON value returns.",
     )
     timeout: float | None = Field(
         default=None,
         gt=0,
         le=MAX_TIMEOUT,
-        description="Seconds this action may take (default from [browser] action_timeout, 30).",
+        description="Seconds (default [browser] action_timeout, 30).",
     )
 
     @model_validator(mode="after")
