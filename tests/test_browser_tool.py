@@ -274,6 +274,10 @@ async def test_file_urls_and_downloads_are_refused_unless_allowed(
         )
         assert not clicked.is_error, clicked.text
         await wait_until(lambda: site.hits.get("/download") == 1)
+        refusing = tool_of(harness)._session  # the download event comes on its own time
+        await wait_until(
+            lambda: refusing is not None and any("download" in n for n in refusing.notes)
+        )
         notes = await harness.call("browser", {"action": "tabs"})
         assert "download refused" in notes.text and "allow_downloads" in notes.text
     finally:

@@ -215,11 +215,11 @@ class BrowserSession:
     async def _download(self, download: Download) -> None:
         name = spill_file_name(download.suggested_filename or "download")
         if not self.options.allow_downloads or self.options.download_dir is None:
-            with contextlib.suppress(PlaywrightError):
-                await download.cancel()
             self.notes.append(
                 f"download refused: {download.url} ({name}); [browser] allow_downloads is off"
             )
+            with contextlib.suppress(PlaywrightError):
+                await download.cancel()
             return
         folder = self.options.download_dir
         try:
