@@ -72,6 +72,10 @@ class HeadlessPrinter:
             line = f"✓ {event.tool_name}: {visible(event.summary)}\n" + terminal_diff(
                 event.diff, colour=wants_colour(self.stderr)
             )
+        elif isinstance(event, ToolCallCompleted) and event.tool_name == "browser":
+            # What the page came to (its address, a screenshot's file and size), not its text.
+            mark = "✗" if event.is_error else "✓"
+            line = f"{mark} {event.tool_name}: {visible(event.summary)}"
         elif isinstance(event, ToolCallCompleted) and (event.is_error or self.verbose):
             line = (
                 f"✗ {event.tool_name}: {event.summary}"

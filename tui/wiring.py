@@ -301,7 +301,7 @@ def agent_tools(
     ``structured_output`` (the model loop), ``config`` (the live settings).
 
     Args:
-        settings: which tools are on, and web_search's endpoint.
+        settings: which tools are on, web_search's endpoint, the browser's settings.
         backend: where commands run; the tmux tools come only with a tmux backend.
         workspace: whose skills ``skill`` offers (None: a workspace not on this machine).
         cron: the cron tools, on the store (and scheduler) of the caller.
@@ -316,6 +316,12 @@ def agent_tools(
             tool.search_url = settings.web.search_url  # type: ignore[attr-defined]
         elif tool.name == "run_shell":
             tool.disk_cap = settings.agent.output_disk_cap  # type: ignore[attr-defined]
+        elif tool.name == "browser":
+            browser = settings.browser
+            tool.executable = browser.executable  # type: ignore[attr-defined]
+            tool.allow_downloads = browser.allow_downloads  # type: ignore[attr-defined]
+            tool.allow_file_urls = browser.allow_file_urls  # type: ignore[attr-defined]
+            tool.action_timeout = browser.action_timeout  # type: ignore[attr-defined]
     return tools
 
 

@@ -16,7 +16,12 @@ from tui.config.sections.provider import ProviderSettings
 from tui.config.sections.sandbox import SandboxSettings
 from tui.config.sections.subagents import SubAgentSettings
 from tui.config.sections.targets import SshSettings, TmuxSettings
-from tui.config.sections.tools import CronSettings, ToolsSettings, WebSettings
+from tui.config.sections.tools import (
+    BrowserSettings,
+    CronSettings,
+    ToolsSettings,
+    WebSettings,
+)
 from tui.security.settings import SecuritySettings
 from tui.security.trust import TrustSettings
 
@@ -37,6 +42,7 @@ class Settings(BaseModel):
     tmux: TmuxSettings = Field(default_factory=TmuxSettings)
     ssh: SshSettings = Field(default_factory=SshSettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    browser: BrowserSettings = Field(default_factory=BrowserSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     openapi: dict[str, OpenApiSpecSettings] = Field(default_factory=dict)
     """``[openapi.NAME]`` tables; tools appear as ``NAME__operationId``."""

@@ -1,4 +1,5 @@
-"""``[tools]``, ``[web]`` and ``[cron]``: which built-in tools are on and what they reach."""
+"""``[tools]``, ``[web]``, ``[browser]`` and ``[cron]``: which built-in tools are on and what they
+reach."""
 
 from __future__ import annotations
 
@@ -32,6 +33,25 @@ class WebSettings(BaseModel):
     search_url: str | None = None
     """A SearXNG instance's search URL (its JSON API is used), e.g.
     ``http://127.0.0.1:8888/search``; unset uses DuckDuckGo's HTML endpoint."""
+
+
+class BrowserSettings(BaseModel):
+    """The ``browser`` tool's headless Chromium. Where it may connect is ``[security]``'s
+    allowed_hosts and blocked_hosts, as for the web tools."""
+
+    model_config = SECTION
+
+    executable: str | None = None
+    """The Chromium to run: a path, or a name looked up on PATH (never in the workspace). Unset
+    tries ``chromium``, ``chromium-browser``, ``google-chrome-stable``, ``google-chrome``."""
+    allow_downloads: bool = False
+    """Let a page download files (saved under the tool output folder, the result names them);
+    off, every download is refused and the result says so."""
+    allow_file_urls: bool = False
+    """Let the browser open ``file://`` pages, each path judged by ``[security]``'s path rules
+    as a read; off, every ``file://`` request is refused."""
+    action_timeout: float = Field(default=30, gt=0, le=600)
+    """Seconds an action waits when the call gives no ``timeout``."""
 
 
 class CronSettings(BaseModel):

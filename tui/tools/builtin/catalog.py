@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from tui.locations import config_dir
 from tui.tools.base import Tool
+from tui.tools.builtin.browser import browser_tools
 from tui.tools.builtin.clock import TimeTool
 from tui.tools.builtin.files import file_tools
 from tui.tools.builtin.glob_search import GlobSearchTool
@@ -41,6 +42,7 @@ def builtin_tools(
         TimeTool(),
         *memory_tools(),
         *web_tools(),
+        *browser_tools(),
         *sleep_tools(),
         *todo_tools(),
         *notebook_tools(),
