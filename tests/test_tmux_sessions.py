@@ -190,6 +190,9 @@ def test_headless_tmux_runs_in_two_workspaces_at_once(
     cli: Cli, model_server: Any, socket_name: str, tmp_path: Path
 ) -> None:
     cli.env["AGENT_TUI_TMUX__SOCKET_NAME"] = socket_name
+    # The shells ask tmux which session they are in; inside the sandbox a pane's shell cannot
+    # reach the tmux server at all (test_sandbox_tmux holds that), so here it is off.
+    cli.env["AGENT_TUI_SANDBOX__MODE"] = "off"
     other = Cli(folder(tmp_path, "other"), dict(cli.env))
     # Each shell says where it is, which session it is, and whether another run was there.
     command = (

@@ -100,6 +100,9 @@ async def open_target(
     notices: list[str] = []
     # Built for every target: hooks and MCP servers run on this machine whatever the target.
     sandbox = make_sandbox(settings, workspace)
+    # The settings' mode until the session's policy takes over: the shared pane started below
+    # must start in the walls the session will use, not be restarted at its first command.
+    sandbox.approval_mode = lambda: settings.approval.mode
     said = await sandbox.start()
     commands: Sandbox | None = None
     ssh_host = choice.ssh or None
@@ -117,6 +120,7 @@ async def open_target(
         ssh = SSHBackend.from_settings(ssh_settings, default_cwd=str(workspace))
         host = ssh
         remote = remote_sandbox(settings, workspace, ssh, ssh_host)
+        remote.approval_mode = sandbox.approval_mode
         notices.append(await remote.start() or "")
         if remote.active:
             ssh.sandbox = commands = remote
@@ -131,6 +135,7 @@ async def open_target(
         home = await _target_home(host)
         local_paths = False
         inside = remote_sandbox(settings, workspace, container, f"container {choice.container}")
+        inside.approval_mode = sandbox.approval_mode
         said_inside = await inside.start()
         if inside.active:
             container.sandbox = commands = inside

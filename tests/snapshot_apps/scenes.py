@@ -42,11 +42,15 @@ from tui.events import (
     UserMessage,
 )
 from tui.exec.local import LocalBackend
+from tui.security.confinement import SandboxFacts
 from tui.security.rules import Rule
 from tui.session import AgentSession
 from tui.ui.app import AgentApp
 from tui.ui.tools.block import ToolBlock
 from tui.wiring import build_session
+
+SANDBOXED = "sandbox: workspace, no network"
+"""Where the demo's approved commands run (a host with its own bubblewrap)."""
 
 NOW = 1_790_000_000.0
 """The frozen wall clock of every scene (seconds)."""
@@ -90,6 +94,9 @@ def make_session(*, provider: bool = True, backend: Any = None) -> AgentSession:
     )
     model = OpenAIProvider("gpt-4.1", api_key="demo", base_url="http://127.0.0.1:9/v1")
     session = build_session(ws, loaded, backend=backend, provider=model)
+    # The demo host has its own bubblewrap (what the app says of such a host); no real
+    # sandbox is started for a picture.
+    session.policy.sandbox = SandboxFacts(active=True, network=False)
     if not provider:
         session.provider = None
         session.loop = None
@@ -148,6 +155,7 @@ def shell_call(
             command=command if tool == "run_shell" else None,
             actor=actor,
             risk=risk if tool == "run_shell" else None,
+            sandbox=SANDBOXED if tool == "run_shell" else None,
             ts=at(ago),
             loop_id=loop_id,
         ),
@@ -440,6 +448,7 @@ def snapshot_event(lines: list[str] | None = None) -> PaneSnapshot:
         cursor_y=len(shown) - 1,
         width=80,
         height=len(shown),
+        sandbox="sandbox: read-only, no network",
         ts=at(1),
     )
 
@@ -492,6 +501,7 @@ def approval_event() -> ApprovalRequested:
         claimed_risk="medium",
         why="point the unit at the new env file, rebuild, restart and check the health endpoint",
         actor="ssh:staging-1/tmux:%3",
+        sandbox=SANDBOXED,
         suggested_pattern="run_shell(cd /srv/app && git pull --rebase origin main && …)",
         ts=at(0.5),
     )

@@ -162,7 +162,9 @@ def bwrap_argv(
     argv.append("--die-with-parent")
     if not terminal:
         argv.append("--new-session")
-    for name in ("TMUX", "TMUX_PANE", "SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS"):
+    # Where the doors are (the tmux server's socket, an ssh-agent, the session bus): unset,
+    # besides being covered. TMUX_PANE only names the pane and stays.
+    for name in ("TMUX", "SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS"):
         argv += ["--unsetenv", name]
     for name, value in env.items():
         argv += ["--setenv", name, value]

@@ -247,10 +247,19 @@ class Walker:
         for child in parts:
             if child.type not in ("word", "concatenation"):
                 continue
-            match = _GLUED_NEWLINE.search(self.src.of(child))
-            if match is None:
+            # Only a bare word's newline ends a command: one inside quotes ('a\nb', "a\nb")
+            # is part of the argument (``bash -c 'x'"'"'y\nz'`` is one word).
+            bare = (
+                [child] if child.type == "word" else [c for c in child.children if c.type == "word"]
+            )
+            found = [
+                (piece.start_byte + match.start())
+                for piece in bare
+                if (match := _GLUED_NEWLINE.search(self.src.of(piece))) is not None
+            ]
+            if not found:
                 continue
-            cut = child.start_byte + match.start()
+            cut = min(found)
             inner = self.child(self.src.slice(cut + 1, node.end_byte))
             inner.judge.depth = self.judge.depth
             segments, error = inner.run()

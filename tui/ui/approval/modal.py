@@ -186,18 +186,6 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
             text.append(printable(request.cwd), where if request.cwd_elsewhere else "bold")
             if request.cwd_elsewhere:
                 text.append(" (not the workspace)", "italic dim")
-        if request.sandbox:
-            text.append("\n")
-            if request.sandbox.startswith("OUTSIDE"):
-                loud = Style.parse(f"bold reverse {self._color('error', 'red')}")
-                text.append(" runs OUTSIDE the sandbox ", loud)
-                text.append(" can write anywhere you can, reach any host", "bold")
-            elif request.sandbox.startswith("no sandbox"):
-                text.append(
-                    request.sandbox, Style.parse(f"bold {self._color('warning', 'yellow')}")
-                )
-            else:
-                text.append(request.sandbox, "dim")
         if request.risk:
             text.append("    computed risk ", "dim")
             text.append(
@@ -212,6 +200,18 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
                 text.append("  (the computed risk decides)", "italic dim")
         if request.loop_id != "main":
             text.append(f"    asked by sub-agent {request.loop_id.rsplit('.', 1)[-1]}", "italic")
+        if request.sandbox:
+            text.append("\nwhere: ", "dim")
+            if request.sandbox.startswith("OUTSIDE"):
+                loud = Style.parse(f"bold reverse {self._color('error', 'red')}")
+                text.append(" runs OUTSIDE the sandbox ", loud)
+                text.append(" can write anywhere you can, reach any host", "bold")
+            elif request.sandbox.startswith("no sandbox"):
+                text.append(
+                    request.sandbox, Style.parse(f"bold {self._color('warning', 'yellow')}")
+                )
+            else:
+                text.append(request.sandbox, "dim")
         if request.reason:
             text.append("\nasks because ", "dim")
             text.append(request.reason, "bold")
