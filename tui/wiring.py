@@ -190,6 +190,9 @@ def build_session(
         settings, backend, workspace if local_paths else None, extensions.cron_tools()
     ):
         registry.register(tool)
+    browser = registry.get("browser")
+    if browser is not None and sandbox is not None:
+        browser.sandbox = sandbox  # type: ignore[attr-defined]  # Chromium runs inside it
     skill = registry.get("skill")
     warnings.extend(getattr(skill, "problems", []))
     hooks = Hooks(

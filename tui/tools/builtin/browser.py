@@ -46,6 +46,7 @@ from tui.tools.result import ToolResult
 from tui.tools.truncation import TruncationRule
 
 if TYPE_CHECKING:
+    from tui.exec.sandbox.sandbox import Sandbox
     from tui.tools.builtin.browser_session import BrowserSession
 
 DEFAULT_TIMEOUT = 30.0
@@ -83,6 +84,8 @@ Examples: {"action": "open", "url": "http://localhost:3000/login"};
         self.allow_file_urls = False
         self.action_timeout = DEFAULT_TIMEOUT
         self._session: BrowserSession | None = None
+        self.sandbox: Sandbox | None = None
+        """This machine's sandbox (the composition root sets it): Chromium runs inside it."""
         self._lock = asyncio.Lock()
 
     def parameters_schema(self) -> dict[str, Any]:
@@ -159,6 +162,7 @@ Examples: {"action": "open", "url": "http://localhost:3000/login"};
                 judge_file=judge_file if self.allow_file_urls else None,
                 allow_downloads=self.allow_downloads,
                 download_dir=tool_output_dir() / "downloads",
+                sandbox=self.sandbox,
             )
         )
         return self._session

@@ -14,24 +14,37 @@
 * Chromium runs in a session of its own (Playwright starts it detached); its session id goes
   to the agent's watchdog (``tui.exec.watchdog``), so a crash or ``kill -9`` of agent-tui
   still ends it. Playwright's driver ends by itself when our end of its pipe closes.
+* Where this machine has the sandbox, Chromium runs inside it (``sandboxed_executable``): a
+  read-only file system but for its profile and its downloads, secret places hidden, and no
+  network at all — it needs none, since every request is fetched by the guard, here. A page
+  that broke out of the renderer (Chromium's own sandbox is off as root) would find itself in
+  ours. Playwright talks to it over pipes, which the sandbox keeps.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import shutil
 import signal
 import socket
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tui.errors import ExecutionFailed
 from tui.exec import watchdog
+from tui.exec.sandbox.sandbox import Sandbox
+from tui.security.confinement import Confinement
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, Playwright
+
+BROWSER_WALLS = Confinement("read-only", "none")
+"""The browser's sandbox: it writes only its profile and downloads (bound in), and needs no
+network of its own: the guard fetches every request here."""
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome-stable", "google-chrome")
 LAUNCH_TIMEOUT = 30.0
@@ -113,10 +126,48 @@ class Launched:
     executable: str
     pid: int | None
     held_port: socket.socket
+    scratch: Path | None = None
+    """The sandboxed browser's own folder (its wrapper, pid file, downloads), removed at shut."""
 
 
-async def launch(executable: str) -> Launched:
-    """Start Playwright's driver and the browser (raises NoBrowser / ExecutionFailed)."""
+async def sandboxed_executable(chromium: str, sandbox: Sandbox) -> tuple[str, Path]:
+    """A wrapper that starts ``chromium`` inside ``sandbox``; its path and its folder.
+
+    The wrapper writes its own pid (bwrap's, after ``exec``: a session leader, since
+    Playwright starts the browser detached) to ``pid`` in the folder: inside the sandbox's PID
+    namespace Chromium's own idea of its pid means nothing here. The profile folder Playwright
+    names on the command line and the downloads folder are the only writable places.
+    """
+    scratch = Path(tempfile.mkdtemp(prefix="agent-tui-browser-"))
+    downloads = scratch / "downloads"
+    downloads.mkdir()
+    argv = await sandbox.wrap([chromium], BROWSER_WALLS, cwd=str(scratch))
+    split = argv.index("--chdir")
+    prefix, tail = argv[:split], argv[split:]
+    script = "\n".join(
+        [
+            "#!/bin/sh",
+            'profile=""',
+            'for a in "$@"; do case "$a" in --user-data-dir=*) profile="${a#--user-data-dir=}";;'
+            " esac; done",
+            f"echo $$ > {shlex.quote(str(scratch / 'pid'))}",
+            f"exec {shlex.join(prefix)} --bind {shlex.quote(str(scratch))} "
+            f"{shlex.quote(str(scratch))} "
+            '${profile:+--bind "$profile" "$profile"} '
+            f'{shlex.join(tail)} "$@"',
+            "",
+        ]
+    )
+    wrapper = scratch / "chromium"
+    wrapper.write_text(script)
+    wrapper.chmod(0o700)
+    return str(wrapper), scratch
+
+
+async def launch(executable: str, sandbox: Sandbox | None = None) -> Launched:
+    """Start Playwright's driver and the browser (raises NoBrowser / ExecutionFailed).
+
+    With an active ``sandbox`` the browser runs inside it (see the module docstring)."""
     try:
         from playwright.async_api import Error, async_playwright
     except ImportError:
@@ -124,6 +175,10 @@ async def launch(executable: str) -> Launched:
             "the browser tool needs Playwright's Python package: pip install 'agent-tui[browser]'"
         ) from None
     held = dead_port()
+    scratch: Path | None = None
+    program = executable
+    if sandbox is not None and sandbox.active:
+        program, scratch = await sandboxed_executable(executable, sandbox)
     manager = async_playwright()
     try:
         playwright = await manager.start()
@@ -132,7 +187,8 @@ async def launch(executable: str) -> Launched:
         raise ExecutionFailed(f"could not start Playwright's driver: {error}") from None
     try:
         browser = await playwright.chromium.launch(
-            executable_path=executable,
+            executable_path=program,
+            downloads_path=str(scratch / "downloads") if scratch is not None else None,
             headless=True,
             chromium_sandbox=False,
             args=flags(held.getsockname()[1]),
@@ -146,12 +202,19 @@ async def launch(executable: str) -> Launched:
         held.close()
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ExecutionFailed(f"Chromium ({executable}) did not start: {first}") from None
-    pid = await browser_pid(browser)
+    pid = _wrapper_pid(scratch) if scratch is not None else await browser_pid(browser)
     if pid is not None and _leads_session(pid):
         guard = await watchdog.shared()
         if guard is not None:
             guard.watch(pid)
-    return Launched(playwright, browser, executable, pid, held)
+    return Launched(playwright, browser, executable, pid, held, scratch)
+
+
+def _wrapper_pid(scratch: Path) -> int | None:
+    try:
+        return int((scratch / "pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
 
 
 async def browser_pid(browser: Browser) -> int | None:
@@ -208,6 +271,8 @@ async def shut(launched: Launched) -> None:
         kill(launched.pid)
     await _stop_quietly(launched.playwright)
     launched.held_port.close()
+    if launched.scratch is not None:
+        shutil.rmtree(launched.scratch, ignore_errors=True)
 
 
 __all__ = ["Launched", "NoBrowser", "find_chromium", "kill", "launch", "shut"]

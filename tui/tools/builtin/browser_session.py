@@ -28,6 +28,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from tui.errors import ExecutionFailed, PermissionDenied
+from tui.exec.sandbox.sandbox import Sandbox
 from tui.security.hosts import HostPolicy
 from tui.tools.builtin.browser_guard import FileJudge, RequestGuard
 from tui.tools.builtin.browser_launch import Launched, find_chromium, kill, launch, shut
@@ -54,6 +55,8 @@ class BrowserOptions:
     judge_file: FileJudge | None = None
     allow_downloads: bool = False
     download_dir: Path | None = None
+    sandbox: Sandbox | None = None
+    """This machine's sandbox: the browser runs inside it where it is active."""
 
 
 @dataclass
@@ -102,7 +105,7 @@ class BrowserSession:
         if self.launched is not None:
             await self._discard()
         executable = find_chromium(self.options.executable, self.options.workspace)
-        launched = await launch(executable)
+        launched = await launch(executable, self.options.sandbox)
         self.launched, self._lost = launched, None
         launched.browser.on("disconnected", lambda _: self._disconnected())
         context = await launched.browser.new_context(
