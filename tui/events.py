@@ -187,6 +187,20 @@ class ApprovalRequested(Event):
     """What a file tool would change, as a unified diff of the file read when asking (a new
     file: all of it added); None when the tool has nothing to show or the file is unreadable
     (a secret place is never read for it)."""
+    always_rules: list[str] = Field(default_factory=list)
+    """Every rule "allow always, exactly" would add (one per segment of a compound command),
+    as the policy computed them: the modal lists each one, so a grant never holds more than
+    the person was shown."""
+
+
+class ApprovalsWaiting(Event):
+    """How many calls will ask a person after the question on screen, as one source counts
+    them: a loop's calls still to run that need approval (``loop_id`` that loop's), or calls
+    the policy holds while it asks about another (``loop_id`` ``policy``; sub-agents asking
+    at once). The modal adds the sources up: "N more waiting"."""
+
+    kind: Literal["approvals_waiting"] = "approvals_waiting"
+    count: int
 
 
 class ApprovalResolved(Event):
@@ -217,6 +231,9 @@ class ApprovalAnswer(BaseModel):
     pattern: str | None = None
     """For allow-always: an edited ``prefix:*`` pattern; None grants the exact command."""
     scope: Literal["session", "saved"] = "session"
+    rules: list[str] | None = None
+    """For allow-always, exactly: the rules of ``ApprovalRequested.always_rules`` the person
+    kept ticked (None: all of them). The call itself runs either way."""
 
     @classmethod
     def allow_once(cls) -> ApprovalAnswer:
@@ -359,6 +376,7 @@ AnyEvent = Annotated[
     | ToolCallCompleted
     | ApprovalRequested
     | ApprovalResolved
+    | ApprovalsWaiting
     | Usage
     | ErrorEvent
     | Notice

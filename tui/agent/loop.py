@@ -33,6 +33,7 @@ from tui.agent.providers.base import (
 from tui.agent.providers.context_errors import ContextLengthExceeded, from_error
 from tui.agent.tool_call import CallRunner
 from tui.events import (
+    ApprovalsWaiting,
     AssistantMessage,
     AssistantTextDelta,
     ErrorEvent,
@@ -458,6 +459,7 @@ class AgentLoop:
             ),
             steered=lambda: self.steering_pending,
             cancelled=self._cancel.is_set,
+            on_waiting=lambda count: self.emit(ApprovalsWaiting(count=count)),
         )
         finished: dict[int, ToolResult] = {}
         try:

@@ -75,7 +75,8 @@ class AgentApp(App[int]):
         builder: Opens the session once the first frame is up (built by ``tui.cli``).
         session_factory: Builds a new or resumed session for ``/clear`` and ``/resume``.
         clock: Wall-clock seconds (tests freeze it for deterministic frames).
-        monotonic: Monotonic seconds for the auto-approve window.
+        monotonic: Monotonic seconds for the auto-approve window and the approval modal's
+            wait for answers.
         cursor_blink: Off in tests and snapshots.
         history_path: Where prompt history is kept (None: memory only).
         frame: Seconds per adapter batch.
@@ -125,6 +126,7 @@ class AgentApp(App[int]):
         self._queued: list[str] = []
         """Prompts sent before the session was ready."""
         self.clock = clock
+        self.monotonic = monotonic
         self.cursor_blink = cursor_blink
         self.frame = frame
         self.history = PromptHistory(history_path)
@@ -181,7 +183,9 @@ class AgentApp(App[int]):
         # Kept as attributes: panels are reached without a query, even while a modal is up
         # or the app is shutting down.
         self.chat = ChatPanel(id="chat")
-        self.prompt = PromptInput(self.history, id="prompt", cursor_blink=self.cursor_blink)
+        self.prompt = PromptInput(
+            self.history, id="prompt", cursor_blink=self.cursor_blink, clock=self.monotonic
+        )
         self.todo = TodoList(id="todo")
         self.tools = ToolPanel(id="tools", clock_ms=lambda: self.clock() * 1000)
         self.mirror = MirrorPanel(id="mirror")
