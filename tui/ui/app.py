@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -40,6 +40,7 @@ from tui.ui.block_actions import BlockActions
 from tui.ui.chat.panel import ChatPanel
 from tui.ui.chat.todo import TodoList
 from tui.ui.commands import SlashCommandProvider, SlashCommands
+from tui.ui.control_filter import ControlFilter
 from tui.ui.interrupt import QUIT_HINT, QUIT_WINDOW, CtrlC
 from tui.ui.messages import BusBatch, PromptSubmitted, ToolBlockAction
 from tui.ui.mirror.messages import PaneKeys, PaneRelease
@@ -56,6 +57,7 @@ from tui.ui.tools.output import SPILL
 from tui.ui.tools.panel import ToolPanel
 
 if TYPE_CHECKING:
+    from textual.filter import LineFilter
     from textual.notifications import SeverityLevel
 
     from tui.events import ApprovalRequested, Event
@@ -152,6 +154,11 @@ class AgentApp(App[int]):
         )
         self.link.session = session
         self.link.factory = session_factory
+        self._controls = ControlFilter()
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then the one that keeps control characters off the terminal."""
+        return [*super().get_line_filters(), self._controls]
 
     # -- what tests and the palette read ---------------------------------------------------
 
@@ -451,7 +458,7 @@ class AgentApp(App[int]):
             self._driver.write(data)
 
     def _toast(self, message: str, severity: str) -> None:
-        self.notify(message, severity=cast("SeverityLevel", severity), timeout=3)
+        self.notify(message, severity=cast("SeverityLevel", severity), timeout=3, markup=False)
 
     def copy_to_clipboard(self, text: str) -> None:
         """Every copy (a selection, the keys, the prompt's own) as OSC 52, tmux-aware."""

@@ -13,10 +13,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from tui.locations import styles_dir
+from tui.safe_text import one_line
 from tui.views import HeldChangeView, TrustView
 
 GROUPS = (
@@ -73,7 +75,7 @@ class TrustScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="trust-box") as box:
-            box.border_title = f"Trust {self.trust.key}?"
+            box.border_title = escape(f"Trust {one_line(self.trust.key)}?")
             with VerticalScroll(id="trust-list"):
                 yield Static(describe_trust(self.trust), id="trust-changes")
             with Horizontal(id="trust-buttons"):
