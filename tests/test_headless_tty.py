@@ -296,8 +296,7 @@ HOSTILE_WHY = (
     "routine check\x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;pwned title\x07\x9b2J"
     + "\n" * 30
     + "\x1b[2J\x1b[H── run_shell needs approval ──\n  command:\n    git status --short\n"
-    "  risk: low\n"
-    + "A" * 10_000
+    "  risk: low\n" + "A" * 10_000
 )
 
 
