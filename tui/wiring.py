@@ -217,6 +217,8 @@ def build_session(
         loop.system_prompt = build_system_prompt(
             workspace,
             actor=backend.actor,
+            guard=policy.paths,
+            notes=warnings,
             extra="\n\n".join(
                 part
                 for part in (
