@@ -11,11 +11,54 @@ import functools
 import time
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+MAX_ARGUMENT_DEPTH = 64
+"""Nesting kept in the arguments events carry: pydantic's serialiser refuses ~255 levels and
+``json`` ~1,000, and no tool argument is that deep on purpose."""
+TOO_DEEP = "(nested too deeply to show)"
+
+
+def bounded_depth(value: Any, limit: int = MAX_ARGUMENT_DEPTH) -> Any:
+    """A copy of ``value`` with whatever lies deeper than ``limit`` levels replaced by
+    ``TOO_DEEP``; iterative, so no depth can overflow the stack. Shallow values are returned
+    as they are."""
+    if not isinstance(value, dict | list) or _depth_within(value, limit):
+        return value
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any, int]] = [(value, root, 0, 0)]
+    while stack:
+        source, parent, slot, depth = stack.pop()
+        if isinstance(source, dict | list) and depth >= limit:
+            parent[slot] = TOO_DEEP
+            continue
+        if isinstance(source, dict):
+            copy: Any = dict.fromkeys(source)
+            stack.extend((item, copy, key, depth + 1) for key, item in source.items())
+        elif isinstance(source, list):
+            copy = [None] * len(source)
+            stack.extend((item, copy, index, depth + 1) for index, item in enumerate(source))
+        else:
+            copy = source
+        parent[slot] = copy
+    return root[0]
+
+
+def _depth_within(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            if depth >= limit:
+                return False
+            items = node.values() if isinstance(node, dict) else node
+            stack.extend((item, depth + 1) for item in items)
+    return True
 
 
 class Event(BaseModel):
@@ -89,6 +132,14 @@ class ToolCallStarted(Event):
     workspace, as for every call on a backend without one)."""
     cwd_elsewhere: bool = False
     """``cwd`` is not the workspace: shown highlighted."""
+
+    @field_validator("arguments")
+    @classmethod
+    def _shallow(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """Nesting past what the panels, the transcript and ``json`` survive is cut: a model
+        can send arguments ~1,000 levels deep (``tui.safe_text.bounded_depth``)."""
+        bounded: dict[str, Any] = bounded_depth(value)
+        return bounded
 
 
 class ToolOutputChunk(Event):
@@ -191,6 +242,13 @@ class ApprovalRequested(Event):
     """Every rule "allow always, exactly" would add (one per segment of a compound command),
     as the policy computed them: the modal lists each one, so a grant never holds more than
     the person was shown."""
+
+    @field_validator("arguments")
+    @classmethod
+    def _shallow(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """As ``ToolCallStarted.arguments``: nesting past what every reader survives is cut."""
+        bounded: dict[str, Any] = bounded_depth(value)
+        return bounded
 
 
 class ApprovalsWaiting(Event):

@@ -31,7 +31,7 @@ from tui.events import (
     ToolCallSkipped,
     ToolCallStarted,
 )
-from tui.safe_text import one_line, terminal_safe
+from tui.safe_text import dumps_or, one_line, terminal_safe
 
 OutputFormat = Literal["text", "json", "stream-json"]
 
@@ -66,7 +66,12 @@ class HeadlessPrinter:
         if isinstance(event, ErrorEvent):
             self.errors.append(event.message)
         if self.fmt == "stream-json":
-            self.stdout.write(json_line(event.model_dump_json()))
+            try:
+                line = event.model_dump_json()
+            except (ValueError, RecursionError) as error:  # a value no JSON writer takes
+                kind = getattr(event, "kind", "event")
+                line = json.dumps({"kind": kind, "error": f"not serialisable: {error}"[:300]})
+            self.stdout.write(json_line(line))
             self.stdout.flush()
             return
         if self.fmt == "text":
@@ -76,7 +81,7 @@ class HeadlessPrinter:
         """A short trace on stderr so a person running a script sees what happens."""
         line: str | None = None
         if isinstance(event, ToolCallStarted):
-            what = event.command or json.dumps(event.arguments)[:200]
+            what = event.command or dumps_or(event.arguments)[:200]
             line = f"▶ {event.tool_name} [{event.actor}] {what}"
         elif isinstance(event, ToolCallCompleted) and event.diff and not event.is_error:
             # The change a file tool made, whole: a script's log shows what was edited.

@@ -184,3 +184,26 @@ def terminal_safe(text: str) -> str:
     if "\r\n" in text:
         text = text.replace("\r\n", "\n")
     return _TERMINAL_CONTROLS.sub(lambda match: _spelled(match.group()), text)
+
+
+# -- values nested past what a reader survives -----------------------------------------------
+
+TOO_DEEP = "(nested too deeply to show)"
+
+
+def loads_or(text: str, default: Any = None) -> Any:
+    """``json.loads(text)``, or ``default`` when it is not JSON — nested too deeply included
+    (Python's parser raises ``RecursionError`` there, which ``except ValueError`` misses)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return default
+
+
+def dumps_or(value: Any, fallback: str = TOO_DEEP, **options: Any) -> str:
+    """``json.dumps(value, **options)``, or ``fallback`` when it cannot be written (nested
+    too deeply, a value JSON has no form for)."""
+    try:
+        return json.dumps(value, **options)
+    except (ValueError, TypeError, RecursionError):
+        return fallback

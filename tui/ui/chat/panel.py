@@ -11,7 +11,6 @@ session never grows without bound.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +19,7 @@ from textual.markup import escape
 from textual.widget import Widget
 from textual.widgets import Static
 
-from tui.safe_text import one_line
+from tui.safe_text import dumps_or, loads_or, one_line
 from tui.ui.follow import TailFollowing
 
 if TYPE_CHECKING:
@@ -278,13 +277,10 @@ class ChatPanel(TailFollowing):
     def add_tool_ref(self, tool_name: str, arguments: str, *, by_user: bool = False) -> ToolRef:
         """``⚙ run_shell  git status``: where the call happened in the story."""
         summary = arguments
-        try:
-            parsed = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
-            parsed = None
+        parsed = loads_or(arguments) if arguments.strip() else {}
         if isinstance(parsed, dict):
             first = parsed.get("command") or next(iter(parsed.values()), "")
-            summary = first if isinstance(first, str) else json.dumps(first)
+            summary = first if isinstance(first, str) else dumps_or(first)
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("⚙ ", "dim")
         if by_user:

@@ -8,7 +8,6 @@ output. Collapsed shows the last few lines, expanded shows every line kept (at m
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tui.diffs import plain
+from tui.safe_text import dumps_or, loads_or
 from tui.ui.cwd import printable
 from tui.ui.diff_view import diff_text
 from tui.ui.messages import ToolBlockAction
@@ -142,16 +142,15 @@ def progress_text(fraction: float | None, message: str, *, width: int = 10) -> s
 def describe_arguments(arguments: dict[str, Any] | str, *, full: bool) -> str:
     """Arguments for a non-shell tool: ``key: value`` lines, long values cut unless ``full``."""
     if isinstance(arguments, str):
-        try:
-            parsed = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
+        parsed = loads_or(arguments) if arguments.strip() else {}
+        if parsed is None:
             return arguments if full else arguments[:ARGUMENT_PREVIEW_CHARS]
         if not isinstance(parsed, dict):
             return arguments
         arguments = parsed
     lines = []
     for key, value in arguments.items():
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        text = value if isinstance(value, str) else dumps_or(value, ensure_ascii=False)
         if not full and len(text) > ARGUMENT_PREVIEW_CHARS:
             text = text[:ARGUMENT_PREVIEW_CHARS] + f" … (+{len(text) - ARGUMENT_PREVIEW_CHARS})"
         lines.append(f"{key}: {text}")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.widgets import Static
 
+from tui.safe_text import loads_or
 from tui.spill import DEFAULT_DISK_CAP
 from tui.ui.follow import TailFollowing
 from tui.ui.tools.block import ToolBlock, ToolCallState
@@ -302,10 +303,7 @@ class ToolPanel(TailFollowing):
 
 
 def _parse_arguments(raw: str) -> dict[str, object] | str:
-    try:
-        value = json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return raw
+    value = loads_or(raw) if raw.strip() else {}
     return value if isinstance(value, dict) else raw
 
 
