@@ -177,6 +177,10 @@ class ToolCallSkipped(Event):
     """What the model reads instead of the tool's output (bounded)."""
 
 
+MAX_ERROR_CHARS = 20_000
+"""Of a failed call's message carried in ``ToolCallCompleted.error``."""
+
+
 class ToolCallCompleted(Event):
     kind: Literal["tool_completed"] = "tool_completed"
     tool_call_id: str
@@ -190,6 +194,9 @@ class ToolCallCompleted(Event):
     error_type: str | None = None
     summary: str = ""
     """The first line of the result, for a collapsed view."""
+    error: str = ""
+    """A failed call's whole message, as the model read it (at most ``MAX_ERROR_CHARS``):
+    the block shows it wrapped — the part past a cut summary is usually the fix."""
     truncated_chars: int = 0
     """How much of the output the model did not get (the UI stream had all of it)."""
     full_output_path: str | None = None

@@ -247,6 +247,7 @@ class ToolPanel(TailFollowing):
         state.status = "denied"
         state.error_type = "hook"
         state.summary = event.result.split("\n", 1)[0][:200]
+        state.error = event.result
         state.output.close()
         return block
 
@@ -265,6 +266,7 @@ class ToolPanel(TailFollowing):
         state.exit_code = event.exit_code
         state.error_type = event.error_type
         state.summary = event.summary
+        state.error = event.error
         state.truncated_chars = event.truncated_chars
         state.full_output_path = event.full_output_path
         state.cut_notes = list(event.cut_notes)
