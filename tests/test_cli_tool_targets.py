@@ -105,3 +105,41 @@ def test_a_variable_is_judged_the_same_here_and_there(command: str) -> None:
     # A variable inside a path still stands for any name there.
     assert assess_command("cat /proc/$PPID/environ", there).risk == "high"
     assert assess_command("cat $HOME/.ssh/id_rsa", there).risk == "high"
+
+
+def test_tool_output_to_a_terminal_has_its_escapes_spelled_out(cli: Cli) -> None:
+    """A command's output printed to a person's terminal cannot set their clipboard or title;
+    piped, it stays byte for byte."""
+    command = json.dumps({"command": "printf 'a\\033]52;c;cm0gLXJm\\007b\\033]0;t\\007c\\n'"})
+    master, slave = os.openpty()
+    try:
+        done = subprocess.run(
+            cli.command("tool", "run_shell", command),
+            cwd=cli.workspace,
+            env=cli.env,
+            stdin=subprocess.DEVNULL,
+            stdout=slave,
+            stderr=subprocess.PIPE,
+            timeout=30,
+            start_new_session=True,
+        )
+        os.close(slave)
+        slave = -1
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        if slave != -1:
+            os.close(slave)
+        os.close(master)
+    assert done.returncode == 0, done.stderr
+    assert b"\x1b" not in shown and b"\x07" not in shown
+    assert b"a\\x1b]52;c;cm0gLXJm\\x07b" in shown
+    piped = cli.run("tool", "run_shell", command)
+    assert "\x1b]52;" in piped.stdout  # not a terminal: the bytes as they are

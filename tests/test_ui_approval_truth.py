@@ -253,3 +253,38 @@ async def test_a_hostile_why_stays_one_line_above_the_command(workspace: Path) -
             await pilot.press("n")
             await turn_done(pilot, app, 2, server)
             assert not (workspace / "pwned.txt").exists()
+
+
+async def test_the_policy_counts_calls_held_behind_the_open_question(workspace: Path) -> None:
+    """Sub-agents ask at once: the policy asks one at a time and says how many wait."""
+    import asyncio
+
+    from tests.conftest import make_harness
+    from tui.events import ApprovalAnswer, ApprovalRequested, ApprovalsWaiting
+    from tui.security.approval import CallbackApprover
+    from tui.security.permissions import ApprovalMode
+
+    release = asyncio.Event()
+    asked: list[ApprovalRequested] = []
+
+    async def slow_yes(request: ApprovalRequested) -> ApprovalAnswer:
+        asked.append(request)
+        await release.wait()
+        return ApprovalAnswer.allow_once()
+
+    h = make_harness(workspace, mode=ApprovalMode.ASK, approver=CallbackApprover(slow_yes))
+    calls = [
+        asyncio.ensure_future(h.call("run_shell", {"command": f"touch made-{n}"})) for n in range(3)
+    ]
+    deadline = asyncio.get_running_loop().time() + 10
+    while not any(isinstance(e, ApprovalsWaiting) and e.count == 2 for e in h.events):
+        assert asyncio.get_running_loop().time() < deadline, h.events
+        await asyncio.sleep(0.01)
+    assert len(asked) == 1  # one question at a time
+    waiting = [e for e in h.events if isinstance(e, ApprovalsWaiting)]
+    assert all(e.loop_id == "policy" for e in waiting)
+    release.set()
+    results = await asyncio.gather(*calls)
+    assert not any(r.is_error for r in results)
+    last = [e for e in h.events if isinstance(e, ApprovalsWaiting)][-1]
+    assert last.count == 0
