@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from tests.conftest import make_harness
 from tests.scripted_server import ScriptedServer
-from tests.test_ui_app import app_for, send, shell_step, turn_done, until
+from tests.test_ui_app import app_for, approval_ready, send, shell_step, turn_done, until
 from tui.config import load_settings
 from tui.events import ApprovalAnswer, ApprovalRequested, ToolCallCompleted
 from tui.security.permissions import ApprovalMode
@@ -133,7 +133,7 @@ async def test_the_modal_says_why_it_asks(
         app = app_for(session_with(workspace, server, mode, **security))
         async with app.run_test(size=(120, 40)) as pilot:
             await send(pilot, app, "go")
-            await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+            await approval_ready(pilot, app)
             screen = app.screen
             assert isinstance(screen, ApprovalScreen)
             assert expected in screen.request.reason
@@ -162,7 +162,7 @@ async def test_the_block_shows_the_wait_apart(workspace: Path) -> None:
         app = app_for(session_with(workspace, server, "ask"))
         async with app.run_test(size=(120, 40)) as pilot:
             await send(pilot, app, "go")
-            await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+            await approval_ready(pilot, app)
             answer_after = asyncio.get_running_loop().time() + 1.2
             await until(
                 pilot, lambda: asyncio.get_running_loop().time() >= answer_after, "a slow person"

@@ -90,25 +90,26 @@ LAYERS = ["user", "workspace", "env", "overrides"]
 
 @pytest.mark.parametrize("present", [LAYERS[:n] for n in range(1, 5)], ids=lambda p: p[-1])
 def test_each_layer_beats_the_ones_below(ws: Path, present: list[str]) -> None:
+    # A harmless key: one a workspace file may set untrusted (a turn cap only tightens).
     env: dict[str, str] = {}
     overrides: dict[str, object] = {}
     if "user" in present:
-        user_file("[agent]\nmax_turns = 10\n")
+        user_file("[agent]\nbatch_size = 10\n")
     if "workspace" in present:
-        write(ws / ".agent-tui.toml", "[agent]\nmax_turns = 20\n")
+        write(ws / ".agent-tui.toml", "[agent]\nbatch_size = 20\n")
     if "env" in present:
-        env["AGENT_TUI_AGENT__MAX_TURNS"] = "30"
+        env["AGENT_TUI_AGENT__BATCH_SIZE"] = "30"
     if "overrides" in present:
-        overrides = {"agent": {"max_turns": 40}}
+        overrides = {"agent": {"batch_size": 40}}
     loaded = load(ws, env=env, overrides=overrides)
-    assert loaded.settings.agent.max_turns == {1: 10, 2: 20, 3: 30, 4: 40}[len(present)]
+    assert loaded.settings.agent.batch_size == {1: 10, 2: 20, 3: 30, 4: 40}[len(present)]
     expected_origin = {
         "user": str(config_dir() / "config.toml"),
         "workspace": str(ws / ".agent-tui.toml"),
         "env": "environment",
         "overrides": "command-line options",
     }[present[-1]]
-    assert loaded.origin("agent.max_turns") == expected_origin
+    assert loaded.origin("agent.batch_size") == expected_origin
 
 
 def test_deep_merge_keeps_keys_a_higher_layer_does_not_set(ws: Path) -> None:

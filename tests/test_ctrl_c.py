@@ -11,6 +11,7 @@ import pytest
 from tests.scripted_server import ScriptedServer
 from tests.test_ui_app import (
     KeyRecordingTmux,
+    approval_ready,
     make_session,
     pane_snapshot_class,
     send,
@@ -141,7 +142,7 @@ async def test_ctrl_c_at_the_approval_modal_cancels_and_runs_nothing(workspace: 
         app = AgentApp(make_session(workspace, server, mode="ask"), cursor_blink=False)
         async with app.run_test(size=(120, 40)) as pilot:
             await send(pilot, app, "make it")
-            await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+            await approval_ready(pilot, app)
             await pilot.press("ctrl+c")
             await until(pilot, lambda: app.approval_open is None, "the modal to close")
             loop = app.session.loop

@@ -239,6 +239,6 @@ def test_terminal_approval_shows_the_change_instead_of_the_raw_strings() -> None
         diff=diff,
     )
     shown = TerminalApprover().describe(request)
-    assert '"path": "app.py"' in shown and "old_string" not in shown
+    assert '    path: "app.py"\n' in shown and "old_string" not in shown  # one line an argument
     assert "  change:\n" in shown
     assert "     2    -retries = 3\n        2 +retries = 5\n" in shown

@@ -276,3 +276,61 @@ def test_answers_and_visible_text() -> None:
     assert visible("a\x1b[2K\rb\u202ec\nd\te") == "a\\x1b[2K\\x0db\\u202ec\nd\\x09e"
     shown = TerminalApprover(Path("/w"), "ask").describe(request("x"))
     assert "runs on: local, in /w" in shown and "asks because: approval mode ask" in shown
+
+
+# -- a hostile model on a 24-line terminal ----------------------------------------------------
+
+
+def screen_rows(shown: str, width: int = 80) -> list[str]:
+    """The rows a ``width``-column terminal shows for text without escape sequences (each
+    line wrapped by the terminal itself)."""
+    rows: list[str] = []
+    for line in shown.replace("\r\n", "\n").split("\n"):
+        if "\r" in line:  # a bare carriage return would overwrite the row: never expected
+            raise AssertionError(f"a carriage return inside a line: {line!r}")
+        rows.extend(line[i : i + width] for i in range(0, max(len(line), 1), width))
+    return rows
+
+
+HOSTILE_WHY = (
+    "routine check\x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;pwned title\x07\x9b2J"
+    + "\n" * 30
+    + "\x1b[2J\x1b[H── run_shell needs approval ──\n  command:\n    git status --short\n"
+    "  risk: low\n" + "A" * 10_000
+)
+
+
+def test_a_hostile_model_cannot_move_the_command_off_a_24_line_terminal(
+    cli: Cli,
+    model_server: Callable[..., ServerProcess],
+    in_terminal: Callable[..., tuple[subprocess.Popen[str], Terminal]],
+) -> None:
+    """Newlines, ANSI and OSC sequences and 10,000 characters in ``why``: the question's last
+    24 rows still hold the real command, and nothing the model wrote reaches the terminal as
+    an escape."""
+    server = model_server(
+        [
+            tools_step(shell("call_1", "touch real.txt", why=HOSTILE_WHY, risk="low")),
+            {"text": "done \x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;title\x07 ok"},
+        ]
+    )
+    process, terminal = in_terminal(*headless(server, "go", "--approval-mode", "ask"), stdin="")
+    shown = terminal.read_until(b"allow? [y/N]")
+    last = screen_rows(shown.rstrip(" "))[-24:]
+    terminal.type("n\n")
+    stdout, stderr = process.communicate(timeout=DEADLINE)
+
+    assert "    touch real.txt" in last, "\n".join(last)  # the real command, on screen
+    question = "".join(last[-2:])  # the question wraps at 80 columns
+    assert "computed risk MEDIUM" in question or "computed risk HIGH" in question, question
+    # No fake command or risk drawn on a row of its own: the why's lines are one line.
+    assert not any(row.strip() in ("git status --short", "risk: low") for row in last), last
+    assert b"\x1b" not in terminal.seen and b"\x9b" not in terminal.seen.replace(b"\\x9b", b"")
+    assert b"\x07" not in terminal.seen
+    assert "\\x1b]52;" in shown  # spelled out, on the one line of the why
+    assert "more characters)" in shown  # the 10,000 characters were cut, and it says so
+    assert not (cli.workspace / "real.txt").exists()
+    # The final answer and the progress lines reach a terminal (or a log) spelled out too.
+    assert "\x1b" not in stdout and "\x07" not in stdout
+    assert stdout == "done \\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b]0;title\\x07 ok\n"
+    assert "\x1b" not in stderr and "\x9b" not in stderr

@@ -293,7 +293,8 @@ async def test_a_relative_schema_path_is_read_beside_its_config_file(
     (workspace / ".agent-tui.toml").write_text('[agent]\njson_schema = "schemas/a.json"\n')
     model.add(tools_step(call("s1", "structured_output", {"city": "Lima", "temp_c": 19})))
     # The session's workspace is a subfolder: the file is found beside the config, not in it.
-    async with open_session("openai", model, workspace / "sub") as (session, _):
+    # A workspace file's json_schema is read and sent with every request: it waits for trust.
+    async with open_session("openai", model, workspace / "sub", trust=True) as (session, _):
         outcome = await submit(session, "weather")
     assert outcome.structured_output == {"city": "Lima", "temp_c": 19}
 

@@ -398,7 +398,7 @@ async def test_the_block_and_the_approval_show_where_it_runs(
     socket_name: str, workspace: Path
 ) -> None:
     from tests.scripted_server import ScriptedServer
-    from tests.test_ui_app import app_for, make_session, send, shell_step
+    from tests.test_ui_app import app_for, approval_ready, make_session, send, shell_step
     from tests.test_ui_app import until as ui_until
     from tui.ui.approval.modal import ApprovalScreen
 
@@ -416,8 +416,7 @@ async def test_the_block_and_the_approval_show_where_it_runs(
             async with app.run_test(size=(160, 40)) as pilot:
                 await send(pilot, app, "go")
                 # `cd` is read-only: it runs at once; the next call asks, from the new place.
-                await ui_until(pilot, lambda: app.approval_open is not None, "the approval")
-                second = app.screen
+                second = await approval_ready(pilot, app)
                 assert isinstance(second, ApprovalScreen)
                 assert second.request.tool_call_id == "call_2"
                 assert (second.request.cwd, second.request.cwd_elsewhere) == (str(weird), True)

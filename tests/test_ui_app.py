@@ -93,6 +93,20 @@ async def send(pilot: Pilot, app: AgentApp, text: str) -> None:
     await pilot.press("enter")
 
 
+async def approval_ready(pilot: Pilot, app: AgentApp, timeout: float = 8.0) -> ApprovalScreen:
+    """The approval modal, once it takes answers (it opens closed: see ``tui.ui.approval.gate``)."""
+    await until(pilot, lambda: app.approval_open is not None, "the approval modal", timeout)
+    await until(
+        pilot,
+        lambda: isinstance(app.screen, ApprovalScreen) and app.screen.answering,
+        "the modal to take answers",
+        timeout,
+    )
+    screen = app.screen
+    assert isinstance(screen, ApprovalScreen)
+    return screen
+
+
 async def turn_done(pilot: Pilot, app: AgentApp, requests: int, server: ScriptedServer) -> None:
     await until(pilot, lambda: len(server.requests) >= requests, f"{requests} requests")
     await until(pilot, lambda: not app.session.loop.running, "the turn to end")  # type: ignore[union-attr]
@@ -121,7 +135,7 @@ async def test_prompt_tool_call_allow_once_streams_output(workspace: Path, serve
     app = app_for(make_session(workspace, server))
     async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
         await send(pilot, app, "write two to out.txt")
-        await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+        await approval_ready(pilot, app)
         screen = app.screen
         assert isinstance(screen, ApprovalScreen)
         assert screen.request.command == command  # the whole command, as the model sent it
@@ -152,7 +166,7 @@ async def test_allow_always_exact_grants_each_segment(workspace: Path, server) -
     app = app_for(make_session(workspace, server))
     async with app.run_test(size=(120, 40)) as pilot:
         await send(pilot, app, "touch two files")
-        await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+        await approval_ready(pilot, app)
         await pilot.press("a")
         await pilot.press("enter")  # the form opens on its OK button: exact, this session
         await turn_done(pilot, app, 3, server)
@@ -173,7 +187,7 @@ async def test_allow_always_edited_prefix_pattern(workspace: Path, server) -> No
     app = app_for(make_session(workspace, server))
     async with app.run_test(size=(120, 40)) as pilot:
         await send(pilot, app, "touch files")
-        await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+        await approval_ready(pilot, app)
         await pilot.press("a")
         pattern = app.screen.query_one("#always-pattern")
         assert pattern.value == "run_shell(touch notes.txt)"  # type: ignore[attr-defined]
@@ -195,7 +209,7 @@ async def test_deny(workspace: Path, server) -> None:
     app = app_for(make_session(workspace, server, mode="ask"))
     async with app.run_test(size=(120, 40)) as pilot:
         await send(pilot, app, "clean up")
-        await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+        await approval_ready(pilot, app)
         await pilot.press("n")
         await turn_done(pilot, app, 2, server)
         assert app.tools.state("call_1").status == "denied"  # type: ignore[union-attr]
@@ -207,7 +221,7 @@ async def test_deny_with_message_reaches_the_model(workspace: Path, server) -> N
     app = app_for(make_session(workspace, server))
     async with app.run_test(size=(120, 40)) as pilot:
         await send(pilot, app, "lock it")
-        await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+        await approval_ready(pilot, app)
         await pilot.press("m")
         await pilot.press(*"use the staging host")
         await pilot.press("enter")
@@ -533,7 +547,7 @@ async def test_bang_command_goes_through_approval(workspace: Path) -> None:
     app = app_for(make_session(workspace, None))
     async with app.run_test(size=(120, 40)) as pilot:
         await send(pilot, app, "!touch mine.txt")
-        await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+        await approval_ready(pilot, app)
         assert app.approval_open[0].command == "touch mine.txt"  # type: ignore[index]
         await pilot.press("y")
         await until(pilot, lambda: all(b.state.finished for b in app.tools.blocks.values()), "run")
@@ -772,7 +786,7 @@ async def test_approving_code_shows_it_as_lines(workspace: Path, server) -> None
     app = app_for(make_session(workspace, server, mode="ask"))
     async with app.run_test(size=(120, 40)) as pilot:
         await send(pilot, app, "list the folder in python")
-        await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+        await approval_ready(pilot, app)
         shown = str(app.screen.query_one("#approval-command", Static).render())
         assert "code:\n  import os\n  for name in sorted(os.listdir('.')):\n      print(name)" in (
             shown

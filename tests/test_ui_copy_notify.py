@@ -21,7 +21,7 @@ from textual.pilot import Pilot
 from textual.selection import Selection
 
 from tests.scripted_server import ScriptedServer
-from tests.test_ui_app import send, shell_step, turn_done, until
+from tests.test_ui_app import approval_ready, send, shell_step, turn_done, until
 from tui.config import ConfigError, load_settings
 from tui.session import AgentSession
 from tui.ui.app import AgentApp
@@ -127,6 +127,7 @@ async def _bang(pilot: Pilot, app: AgentApp, command: str) -> Any:
     await send(pilot, app, f"!{command}")
     await until(pilot, lambda: app.tools.blocks or app.approval_open, "a block or a modal")
     if app.approval_open is not None:
+        await approval_ready(pilot, app)
         await pilot.press("y")
     (block,) = app.tools.blocks.values()
     await until(pilot, lambda: block.state.finished, "the command")
@@ -288,7 +289,7 @@ async def test_a_waiting_approval_notifies_only_while_away(
         if blurred:
             await _blur(pilot, app)
         await _submit_away(pilot, app, "make x")
-        await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+        await approval_ready(pilot, app)
         assert notices("".join(written)) == expected
 
 

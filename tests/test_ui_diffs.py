@@ -15,7 +15,7 @@ from textual.widgets import Static
 
 from tests.scripted_server import ScriptedServer
 from tests.test_approval_words import session_with
-from tests.test_ui_app import app_for, send, turn_done, until
+from tests.test_ui_app import app_for, approval_ready, send, turn_done, until
 from tui.ui.approval.modal import ApprovalScreen
 from tui.ui.tools.block import ToolBlock
 from tui.ui.tools.pager import OutputPager
@@ -43,7 +43,7 @@ async def test_edit_approval_shows_the_diff_and_the_block_the_result(workspace: 
         app = app_for(session_with(workspace, server, "ask"))
         async with app.run_test(size=(120, 40)) as pilot:
             await send(pilot, app, "raise the retries")
-            await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+            await approval_ready(pilot, app)
             screen = app.screen
             assert isinstance(screen, ApprovalScreen)
             shown = body_text(screen)
@@ -77,7 +77,7 @@ async def test_write_over_an_existing_file_approval_shows_the_diff(workspace: Pa
         app = app_for(session_with(workspace, server, "ask"))
         async with app.run_test(size=(120, 40)) as pilot:
             await send(pilot, app, "tidy the notes")
-            await until(pilot, lambda: app.approval_open is not None, "the approval modal")
+            await approval_ready(pilot, app)
             screen = app.screen
             assert isinstance(screen, ApprovalScreen)
             shown = body_text(screen)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.snapshot_apps.scenes import SIZE, scene
+from tests.snapshot_apps.truth_scenes import TRUTH_SCENES
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -75,4 +76,18 @@ class TestTerminalSizes:
     @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
     @pytest.mark.parametrize("name", ["working", "approval", "always", "grants"])
     def test_scene_at_size(self, snap_compare: Any, name: str, size: tuple[int, int]) -> None:
+        assert compare(snap_compare, name, size)
+
+
+TRUTH_SIZES = [(60, 20), (80, 24), (200, 60)]
+
+
+class TestApprovalsTellTheWholeTruth:
+    """The last line of every diff (or a "more below" mark), a new file's one line, every rule
+    of a 13-segment command, the wait for answers, a hostile ``why`` on one line above the
+    command: at the smallest, the usual and a large terminal."""
+
+    @pytest.mark.parametrize("size", TRUTH_SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+    @pytest.mark.parametrize("name", TRUTH_SCENES)
+    def test_truth_scene_at_size(self, snap_compare: Any, name: str, size: tuple[int, int]) -> None:
         assert compare(snap_compare, name, size)

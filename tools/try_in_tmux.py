@@ -9,7 +9,7 @@ see whole, printing the screen (``capture-pane -p``) under a heading after each 
 
 1. the first frame;
 2. a take-over with leftover input: Ctrl+T, text typed without Enter, Ctrl+] to give back;
-3. an approval of a scripted ``run_shell`` call (``y`` in the modal), and what it did;
+3. an approval of a scripted ``run_shell`` call: its keys waiting, then ``y``, and what it did;
 4. a resize to 80x24, then a second approval at that size.
 
 Every wait is for something on the screen, with a deadline; a step that times out prints the
@@ -187,12 +187,15 @@ def walk(walker: Walk, workspace: Path) -> None:
     walker.type("please write a file")
     walker.keys("Enter")
     walker.wait_for("the approval modal", has("Approve run_shell"))
+    walker.show("3a. approval asked: its answer keys wait until typing has stopped")
+    # The modal takes no key until 0.5 s after it appeared and after the last keystroke.
+    walker.wait_for("the answer keys", has("allow once"))
     walker.wait_still()
-    walker.show("3a. approval asked for the scripted run_shell")
+    walker.show("3b. approval asked for the scripted run_shell, keys open")
     walker.keys("y")
     walker.wait_for("the answer", has("Wrote approved.txt."))
     walker.wait_still()
-    walker.show("3b. after 'y'")
+    walker.show("3c. after 'y'")
     made = workspace / "approved.txt"
     ran = made.read_text(encoding="utf-8") if made.exists() else "(approved.txt not written)"
     print(f"\n----- approved.txt: {ran!r}")
@@ -206,6 +209,7 @@ def walk(walker: Walk, workspace: Path) -> None:
     walker.type("now list the folder")
     walker.keys("Enter")
     walker.wait_for("the second approval", has("Approve run_shell"))
+    walker.wait_for("the second approval's answer keys", has("allow once"))
     walker.wait_still()
     walker.show("4b. approval at 80x24 (a long command that asks)")
     walker.keys("y")

@@ -11,11 +11,54 @@ import functools
 import time
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+MAX_ARGUMENT_DEPTH = 64
+"""Nesting kept in the arguments events carry: pydantic's serialiser refuses ~255 levels and
+``json`` ~1,000, and no tool argument is that deep on purpose."""
+TOO_DEEP = "(nested too deeply to show)"
+
+
+def bounded_depth(value: Any, limit: int = MAX_ARGUMENT_DEPTH) -> Any:
+    """A copy of ``value`` with whatever lies deeper than ``limit`` levels replaced by
+    ``TOO_DEEP``; iterative, so no depth can overflow the stack. Shallow values are returned
+    as they are."""
+    if not isinstance(value, dict | list) or _depth_within(value, limit):
+        return value
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any, int]] = [(value, root, 0, 0)]
+    while stack:
+        source, parent, slot, depth = stack.pop()
+        if isinstance(source, dict | list) and depth >= limit:
+            parent[slot] = TOO_DEEP
+            continue
+        if isinstance(source, dict):
+            copy: Any = dict.fromkeys(source)
+            stack.extend((item, copy, key, depth + 1) for key, item in source.items())
+        elif isinstance(source, list):
+            copy = [None] * len(source)
+            stack.extend((item, copy, index, depth + 1) for index, item in enumerate(source))
+        else:
+            copy = source
+        parent[slot] = copy
+    return root[0]
+
+
+def _depth_within(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            if depth >= limit:
+                return False
+            items = node.values() if isinstance(node, dict) else node
+            stack.extend((item, depth + 1) for item in items)
+    return True
 
 
 class Event(BaseModel):
@@ -93,6 +136,14 @@ class ToolCallStarted(Event):
     """Where its command runs: ``sandbox: workspace, no network``, ``OUTSIDE the sandbox``,
     ``no sandbox: the rater decides`` (None: the call runs no command)."""
 
+    @field_validator("arguments")
+    @classmethod
+    def _shallow(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """Nesting past what the panels, the transcript and ``json`` survive is cut: a model
+        can send arguments ~1,000 levels deep (``tui.safe_text.bounded_depth``)."""
+        bounded: dict[str, Any] = bounded_depth(value)
+        return bounded
+
 
 class ToolOutputChunk(Event):
     """A piece of a running tool's output, in full: the UI sees what the model may not."""
@@ -129,6 +180,10 @@ class ToolCallSkipped(Event):
     """What the model reads instead of the tool's output (bounded)."""
 
 
+MAX_ERROR_CHARS = 20_000
+"""Of a failed call's message carried in ``ToolCallCompleted.error``."""
+
+
 class ToolCallCompleted(Event):
     kind: Literal["tool_completed"] = "tool_completed"
     tool_call_id: str
@@ -142,6 +197,9 @@ class ToolCallCompleted(Event):
     error_type: str | None = None
     summary: str = ""
     """The first line of the result, for a collapsed view."""
+    error: str = ""
+    """A failed call's whole message, as the model read it (at most ``MAX_ERROR_CHARS``):
+    the block shows it wrapped — the part past a cut summary is usually the fix."""
     truncated_chars: int = 0
     """How much of the output the model did not get (the UI stream had all of it)."""
     full_output_path: str | None = None
@@ -195,6 +253,27 @@ class ApprovalRequested(Event):
     """What a file tool would change, as a unified diff of the file read when asking (a new
     file: all of it added); None when the tool has nothing to show or the file is unreadable
     (a secret place is never read for it)."""
+    always_rules: list[str] = Field(default_factory=list)
+    """Every rule "allow always, exactly" would add (one per segment of a compound command),
+    as the policy computed them: the modal lists each one, so a grant never holds more than
+    the person was shown."""
+
+    @field_validator("arguments")
+    @classmethod
+    def _shallow(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """As ``ToolCallStarted.arguments``: nesting past what every reader survives is cut."""
+        bounded: dict[str, Any] = bounded_depth(value)
+        return bounded
+
+
+class ApprovalsWaiting(Event):
+    """How many calls will ask a person after the question on screen, as one source counts
+    them: a loop's calls still to run that need approval (``loop_id`` that loop's), or calls
+    the policy holds while it asks about another (``loop_id`` ``policy``; sub-agents asking
+    at once). The modal adds the sources up: "N more waiting"."""
+
+    kind: Literal["approvals_waiting"] = "approvals_waiting"
+    count: int
 
 
 class ApprovalResolved(Event):
@@ -225,6 +304,9 @@ class ApprovalAnswer(BaseModel):
     pattern: str | None = None
     """For allow-always: an edited ``prefix:*`` pattern; None grants the exact command."""
     scope: Literal["session", "saved"] = "session"
+    rules: list[str] | None = None
+    """For allow-always, exactly: the rules of ``ApprovalRequested.always_rules`` the person
+    kept ticked (None: all of them). The call itself runs either way."""
 
     @classmethod
     def allow_once(cls) -> ApprovalAnswer:
@@ -370,6 +452,7 @@ AnyEvent = Annotated[
     | ToolCallCompleted
     | ApprovalRequested
     | ApprovalResolved
+    | ApprovalsWaiting
     | Usage
     | ErrorEvent
     | Notice

@@ -81,11 +81,12 @@ class Extensions:
         sources = dict.fromkeys(servers, "settings")
         self.project_file: Path | None = None
         if local:
-            project, problems = load_project_servers(workspace)
+            trusted = loaded.trust.trusted
+            # Untrusted, the servers are only listed: their ${VAR}s stay unread.
+            project, problems = load_project_servers(workspace, expand=trusted)
             self.problems.extend(problems)
             if project:
                 self.project_file = workspace / ".mcp.json"
-                trusted = loaded.trust.trusted
                 for name, server in project.items():
                     if name in servers:
                         continue  # the person's own config wins over a project's file

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import sys
 import termios
 import unicodedata
@@ -30,8 +31,19 @@ from tui.events import (
     ToolCallSkipped,
     ToolCallStarted,
 )
+from tui.safe_text import dumps_or, one_line, terminal_safe
 
 OutputFormat = Literal["text", "json", "stream-json"]
+
+
+_C1_AND_SEPARATORS = re.compile("[\x7f-\x9f\u2028\u2029]")
+
+
+def json_line(text: str) -> str:
+    """A JSON text as one line no terminal acts on: JSON already escapes C0 controls, and the
+    C1 ones (``\\u009b`` opens a sequence on some terminals) and the line separators are
+    escaped too; the parsed value is the same."""
+    return _C1_AND_SEPARATORS.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 class HeadlessPrinter:
@@ -54,7 +66,12 @@ class HeadlessPrinter:
         if isinstance(event, ErrorEvent):
             self.errors.append(event.message)
         if self.fmt == "stream-json":
-            self.stdout.write(event.model_dump_json() + "\n")
+            try:
+                line = event.model_dump_json()
+            except (ValueError, RecursionError) as error:  # a value no JSON writer takes
+                kind = getattr(event, "kind", "event")
+                line = json.dumps({"kind": kind, "error": f"not serialisable: {error}"[:300]})
+            self.stdout.write(json_line(line))
             self.stdout.flush()
             return
         if self.fmt == "text":
@@ -64,7 +81,7 @@ class HeadlessPrinter:
         """A short trace on stderr so a person running a script sees what happens."""
         line: str | None = None
         if isinstance(event, ToolCallStarted):
-            what = event.command or json.dumps(event.arguments)[:200]
+            what = event.command or dumps_or(event.arguments)[:200]
             walls = f" · {event.sandbox}" if event.sandbox else ""
             line = f"▶ {event.tool_name} [{event.actor}{walls}] {what}"
         elif isinstance(event, ToolCallCompleted) and event.diff and not event.is_error:
@@ -96,7 +113,9 @@ class HeadlessPrinter:
             state = "ok" if event.ok else "failed"
             line = f"↻ {event.name or event.job_id} {state}: {event.output[:200]}"
         if line is not None:
-            self.stderr.write(line + "\n")
+            # Model and tool text (a command, an error, a notice) may hold escape sequences:
+            # on a person's terminal they would set the clipboard or retitle the window.
+            self.stderr.write(terminal_safe(line) + "\n")
             self.stderr.flush()
 
     def finish(self, result: dict[str, object]) -> None:
@@ -104,7 +123,7 @@ class HeadlessPrinter:
         if self.fmt == "text":
             text = str(result.get("result") or "")
             if text:
-                self.stdout.write(text.rstrip("\n") + "\n")
+                self.stdout.write(terminal_safe(text.rstrip("\n")) + "\n")
         elif self.fmt == "json":
             self.stdout.write(json.dumps(result) + "\n")
         self.stdout.flush()
@@ -129,6 +148,8 @@ class TerminalApprover:
     """
 
     PROMPT = "allow? [y/N] (n: reason — tells the model why) > "
+    FIELD_LIMIT = 300
+    """Characters of one field the model wrote (its ``why``) shown before it is cut."""
 
     def __init__(
         self, workspace: Path | None = None, mode: str = "ask", tty_path: str = "/dev/tty"
@@ -144,7 +165,7 @@ class TerminalApprover:
             # not answer a question the person has not seen yet.
             with contextlib.suppress(termios.error, OSError):
                 termios.tcflush(fd, termios.TCIFLUSH)
-            _write(fd, self.describe(request) + self.PROMPT)
+            _write(fd, self.describe(request) + self.question(request))
             try:
                 line = await _read_line(fd)
             except asyncio.CancelledError:
@@ -156,48 +177,70 @@ class TerminalApprover:
         finally:
             os.close(fd)
 
+    def question(self, request: ApprovalRequested) -> str:
+        """The last line, naming the risk we computed (never the model's own label)."""
+        risk = f"computed risk {request.risk.upper()}" if request.risk else "no command to rate"
+        return f"{one_line(request.tool_name, 80)}, {risk} — {self.PROMPT}"
+
     def describe(self, request: ApprovalRequested) -> str:
-        """Everything the person needs to decide, whole: nothing clipped, controls shown."""
-        lines = ["", f"── {visible(request.tool_name)} needs approval ──"]
+        """Everything the person needs to decide, whole: nothing clipped, controls shown.
+
+        What the model wrote comes first, one line a field, cut when long, so no newline,
+        escape or flood of text in it can push what runs off the screen or draw a fake one;
+        what we computed (the segments and their risk, then the command or the change itself)
+        comes last, right above the question.
+        """
+        limit = self.FIELD_LIMIT
+        lines = ["", f"── {one_line(request.tool_name, 80)} needs approval ──"]
+        if request.why:
+            lines.append(f"  the model says why: {one_line(request.why, limit)}")
+        if request.claimed_risk:
+            lines.append(f"  the model rates it: {one_line(request.claimed_risk, 40)}")
         cwd = getattr(request, "cwd", None) or (str(self.workspace) if self.workspace else None)
-        where = f"{visible(request.actor)}" + (f", in {visible(cwd)}" if cwd else "")
+        where = one_line(request.actor, 120) + (f", in {one_line(cwd)}" if cwd else "")
         lines.append(f"  runs on: {where}")
-        if request.sandbox:
-            outside = request.sandbox.startswith("OUTSIDE")
+        if request.sandbox:  # our own words, never the model's
             lines.append(
                 "  where: runs OUTSIDE the sandbox: can write anywhere you can, reach any host"
-                if outside
-                else f"  where: {visible(request.sandbox)}"
+                if request.outside
+                else f"  where: {one_line(request.sandbox, 120)}"
+            )
+        reason = getattr(request, "reason", None) or (
+            f"approval mode {self.mode}: this call needs your yes"
+        )
+        lines.append(f"  asks because: {one_line(reason, limit)}")
+        if request.command is None:
+            shown = {k: v for k, v in request.arguments.items() if k not in DIFF_REPLACES}
+            arguments = shown if request.diff is not None else request.arguments
+            lines.append("  arguments:")
+            lines.extend(f"    {line}" for line in argument_lines(arguments, limit))
+        if request.risk:
+            lines.append(f"  risk: {request.risk}")
+        for segment in request.segments:
+            reasons = f" — {'; '.join(one_line(r, limit) for r in segment.reasons)}"
+            lines.append(
+                f"    [{segment.risk}] {one_line(segment.text.strip())}"
+                f"{reasons if segment.reasons else ''}"
             )
         if request.command is not None:
             lines.append("  command:")
             lines.extend(f"    {line}" for line in visible(request.command).split("\n"))
         elif request.diff is not None:
-            shown = {k: v for k, v in request.arguments.items() if k not in DIFF_REPLACES}
-            lines.append("  arguments:")
-            lines.extend(f"    {line}" for line in json.dumps(shown, indent=2).splitlines())
             lines.append("  change:")
             lines.extend(f"    {line}" for line in terminal_diff(request.diff).split("\n"))
-        else:
-            arguments = json.dumps(request.arguments, indent=2)  # escapes every control
-            lines.append("  arguments:")
-            lines.extend(f"    {line}" for line in arguments.splitlines())
-        if request.risk:
-            lines.append(f"  risk: {request.risk}")
-        for segment in request.segments:
-            reasons = f" — {'; '.join(visible(r) for r in segment.reasons)}"
-            lines.append(
-                f"    [{segment.risk}] {visible(segment.text)}{reasons if segment.reasons else ''}"
-            )
-        reason = getattr(request, "reason", None) or (
-            f"approval mode {self.mode}: this call needs your yes"
-        )
-        lines.append(f"  asks because: {visible(reason)}")
-        if request.claimed_risk:
-            lines.append(f"  the model rates it {visible(request.claimed_risk)}")
-        if request.why:
-            lines.append(f"  the model says why: {visible(request.why)}")
         return "\n".join(lines) + "\n"
+
+
+def argument_lines(arguments: dict[str, object], limit: int) -> list[str]:
+    """One line an argument, as JSON (which escapes every control), cut when long."""
+    lines = []
+    for key, value in arguments.items():
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        except (ValueError, RecursionError):
+            text = "(a value too deeply nested to show)"
+        lines.append(f"{one_line(str(key), 80)}: {one_line(text, limit)}")
+    return lines
 
 
 _SGR = {"add": "\x1b[32m", "remove": "\x1b[31m", "hunk": "\x1b[2m", "header": "\x1b[1m"}

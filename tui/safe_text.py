@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from typing import Any
 
 REPLACEMENT = "\ufffd"
@@ -129,3 +130,80 @@ def excerpt(text: str, limit: int = 120) -> str:
     if len(text) <= limit:
         return head
     return f"{head}… ({len(text) - limit} more characters)"
+
+
+# -- text a person reads: controls spelled out ---------------------------------------------
+
+
+def _spelled(char: str) -> str:
+    code = ord(char)
+    if char == "\n":
+        return "\\n"
+    if char == "\t":
+        return "\\t"
+    if char == "\r":
+        return "\\r"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _hidden(char: str) -> bool:
+    """A character that moves, hides or reorders what a terminal shows: C0 and C1 controls,
+    DEL, and the format characters (bidi overrides, zero-width joiners) of category Cf."""
+    return not char.isprintable() or unicodedata.category(char) == "Cf"
+
+
+def spell_controls(text: str, keep: str = "") -> str:
+    """``text`` with every control and format character written out as an escape
+    (``\\x1b``, ``\\n``, ``\\u202e``), except those in ``keep`` (say ``"\\n"`` for a command
+    whose lines are its lines)."""
+    if text.isprintable() and text.isascii():
+        return text
+    return "".join(_spelled(char) if char not in keep and _hidden(char) else char for char in text)
+
+
+def one_line(text: str, limit: int | None = None) -> str:
+    """A field written by someone else (the model's ``why``, a tool's name) as exactly one
+    line a person can trust: every control spelled out — a newline too, so it cannot fake a
+    line of its own — and at most ``limit`` characters, saying how many more there were."""
+    head = text if limit is None else text[:limit]
+    shown = spell_controls(head)
+    if limit is not None and len(text) > limit:
+        shown += f"… ({len(text) - limit:,} more characters)"
+    return shown
+
+
+_TERMINAL_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` as it may be written to a terminal outside the app: C0 and C1 controls
+    (escape sequences, OSC 52 clipboard writes, title changes, carriage returns) spelled out,
+    newline and tab kept. A ``\\r\\n`` line end stays a line end."""
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")
+    return _TERMINAL_CONTROLS.sub(lambda match: _spelled(match.group()), text)
+
+
+# -- values nested past what a reader survives -----------------------------------------------
+
+TOO_DEEP = "(nested too deeply to show)"
+
+
+def loads_or(text: str, default: Any = None) -> Any:
+    """``json.loads(text)``, or ``default`` when it is not JSON — nested too deeply included
+    (Python's parser raises ``RecursionError`` there, which ``except ValueError`` misses)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return default
+
+
+def dumps_or(value: Any, fallback: str = TOO_DEEP, **options: Any) -> str:
+    """``json.dumps(value, **options)``, or ``fallback`` when it cannot be written (nested
+    too deeply, a value JSON has no form for)."""
+    try:
+        return json.dumps(value, **options)
+    except (ValueError, TypeError, RecursionError):
+        return fallback

@@ -91,6 +91,11 @@ class HeldChangeView(Protocol):
     def source(self) -> str:
         """The file (and line) it comes from."""
 
+    @property
+    def details(self) -> Sequence[str]:
+        """The whole of what it runs or sends, one item a line (a server's command, each
+        argument, its environment), as the file writes it."""
+
 
 class TrustView(Protocol):
     """Where a workspace stands: its files and what trusting them would change."""

@@ -35,6 +35,7 @@ from tui.session import AgentSession
 from tui.tools.base import Tool
 from tui.tools.builtin.catalog import builtin_tools
 from tui.tools.builtin.config_tool import ConfigTool
+from tui.tools.builtin.memory import MemoryScope
 from tui.tools.loops import LoopMemory
 from tui.tools.registry import ToolRegistry
 from tui.tools.structured_output import StructuredOutputTool, load_json_schema
@@ -187,7 +188,14 @@ def build_session(
         confine=confine,
     )
     for tool in agent_tools(
-        settings, backend, workspace if local_paths else None, extensions.cron_tools()
+        settings,
+        backend,
+        workspace if local_paths else None,
+        extensions.cron_tools(),
+        memory=MemoryScope(
+            str(workspace) if local_paths else f"{backend.actor}:{workspace}",
+            loaded.trust.trusted,
+        ),
     ):
         registry.register(tool)
     browser = registry.get("browser")
@@ -254,6 +262,8 @@ def build_session(
         loop.system_prompt = build_system_prompt(
             workspace,
             actor=backend.actor,
+            guard=policy.paths,
+            notes=warnings,
             extra="\n\n".join(
                 part
                 for part in (
@@ -295,6 +305,8 @@ def agent_tools(
     backend: ExecutionBackend,
     workspace: Path | None,
     cron: list[Tool[Any]],
+    *,
+    memory: MemoryScope | None = None,
 ) -> list[Tool[Any]]:
     """The tools a session starts with, minus those the settings switch off.
 
@@ -308,10 +320,11 @@ def agent_tools(
         backend: where commands run; the tmux tools come only with a tmux backend.
         workspace: whose skills ``skill`` offers (None: a workspace not on this machine).
         cron: the cron tools, on the store (and scheduler) of the caller.
+        memory: which memory notes go to (see ``MemoryScope``).
     """
     tools = [
         tool
-        for tool in (*builtin_tools(backend, workspace), *cron)
+        for tool in (*builtin_tools(backend, workspace, memory), *cron)
         if settings.tools.enabled(tool.name)
     ]
     for tool in tools:

@@ -20,6 +20,7 @@ from typing import Any
 from textual.pilot import Pilot
 
 from tests.snapshot_apps import diff_scenes
+from tests.snapshot_apps.truth_scenes import TRUTH_SCENES, truth_scene
 from tui.config import load_settings
 from tui.events import (
     AgentNotice,
@@ -107,13 +108,36 @@ def make_session(*, provider: bool = True, backend: Any = None) -> AgentSession:
     return session
 
 
+class SceneClock:
+    """A monotonic clock that moves only when a scene moves it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def make_app(*, provider: bool = True, backend: Any = None) -> AgentApp:
     return AgentApp(
         make_session(provider=provider, backend=backend),
         clock=lambda: NOW,
-        monotonic=lambda: 1000.0,
+        monotonic=SceneClock(),
         cursor_blink=False,
     )
+
+
+async def open_gate(pilot: Pilot) -> None:
+    """Let the approval modal's wait for answers pass (a second on the scene's clock)."""
+    from tui.ui.approval.modal import ApprovalScreen
+
+    app: AgentApp = pilot.app  # type: ignore[assignment]
+    clock = app.monotonic
+    assert isinstance(clock, SceneClock)
+    clock.now += 1.0
+    if isinstance(app.screen, ApprovalScreen):
+        app.screen.refresh_gate()
+    await pilot.pause()
 
 
 # -- event helpers ---------------------------------------------------------------------------
@@ -614,6 +638,7 @@ def scene(name: str) -> Scene:
             await publish(pilot, app, [*working_events(), snapshot_event()])
             if name in ("approval", "always"):
                 await publish(pilot, app, [approval_event()])
+                await open_gate(pilot)
             if name == "always":
                 await pilot.press("a")
             elif name == "takeover":
@@ -734,6 +759,7 @@ def scene(name: str) -> Scene:
             app: AgentApp = pilot.app  # type: ignore[assignment]
             made = diff_scenes.approval if name == "diff_approval" else diff_scenes.result
             await publish(pilot, app, made(at))
+            await open_gate(pilot)
             if name == "diff_result":
                 app.query_one(ToolBlock).focus()
             await settle(pilot)
@@ -755,6 +781,9 @@ def scene(name: str) -> Scene:
 
         return completion_scene(make_app, settle)
 
+    if name in TRUTH_SCENES:
+        return truth_scene(name, make_app, publish, open_gate, settle, at)
+
     raise KeyError(name)
 
 
@@ -763,6 +792,7 @@ SCENES += ("takeover",)
 SCENES += ("grants", "no_provider", "pager", "pager_search", "adapters", "trust")
 SCENES += ("completion",)
 SCENES += ("diff_approval", "diff_result")
+SCENES += TRUTH_SCENES
 
 CLONED_REPO_CONFIG = """\
 [approval]

@@ -19,14 +19,13 @@ is recorded beside it so that a resumed session sends what the live one would ha
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from tui.agent.context_window import CHARS_PER_TOKEN, estimate_tokens, message_chars
 from tui.agent.providers.base import Message, ToolCall
-from tui.safe_text import clean
+from tui.safe_text import clean, dumps_or, loads_or
 from tui.tools.truncation import envelope, save_full_output
 
 SUMMARY_HEADER = (
@@ -89,13 +88,10 @@ def recent_start(messages: list[Message], keep_turns: int) -> int:
 
 def _unwrap(content: str) -> str:
     """A tool result's own text, out of the harness envelope."""
-    try:
-        data = json.loads(content)
-    except ValueError:
-        return content
+    data = loads_or(content)
     if isinstance(data, dict) and "result" in data:
         result = data["result"]
-        return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+        return result if isinstance(result, str) else dumps_or(result, ensure_ascii=False)
     return content
 
 
@@ -152,10 +148,7 @@ def _split(messages: list[Message], keep_turns: int) -> int:
 def _paths(call: ToolCall) -> list[str]:
     if call.name not in FILE_TOOLS:
         return []
-    try:
-        args = json.loads(call.arguments)
-    except ValueError:
-        return []
+    args = loads_or(call.arguments)
     if not isinstance(args, dict):
         return []
     return [clean(str(args[k]))[:300] for k in PATH_KEYS if isinstance(args.get(k), str)]

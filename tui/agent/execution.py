@@ -48,8 +48,12 @@ class ToolExecutor:
         exclusive: Callable[[ToolCall], bool],
         steered: Callable[[], bool],
         cancelled: Callable[[], bool],
+        on_waiting: Callable[[int], None] | None = None,
     ) -> None:
         self.plan = plan
+        self.on_waiting = on_waiting
+        """Told, as each group starts, how many calls of later groups will ask a person (0
+        at the end): the approval modal says "N more waiting"."""
         self.run_call = run_call
         self.needs_approval = needs_approval
         self.exclusive = exclusive
@@ -65,27 +69,36 @@ class ToolExecutor:
         cancelled mid-way still knows which calls have a result and which never finished.
         """
         results = {} if results is None else results
-        for group in self._groups(calls):
-            if self.cancelled():
-                for index in group:
-                    results[index] = skipped_result(calls[index], "the turn was cancelled")
-                continue
-            if self.steered() and self.plan.strategy != "parallel":
-                for index in group:
-                    results[index] = skipped_result(
-                        calls[index], "the user sent a new message before it started"
-                    )
-                continue
-            await self._run_group(calls, group, results)
+        alone = [self.needs_approval(call) for call in calls]
+        groups = self._groups(calls, alone)
+        asking = [int(len(group) == 1 and alone[group[0]]) for group in groups]
+        try:
+            for number, group in enumerate(groups):
+                if self.on_waiting is not None and any(asking):
+                    self.on_waiting(sum(asking[number + 1 :]))
+                if self.cancelled():
+                    for index in group:
+                        results[index] = skipped_result(calls[index], "the turn was cancelled")
+                    continue
+                if self.steered() and self.plan.strategy != "parallel":
+                    for index in group:
+                        results[index] = skipped_result(
+                            calls[index], "the user sent a new message before it started"
+                        )
+                    continue
+                await self._run_group(calls, group, results)
+        finally:
+            if self.on_waiting is not None and any(asking):
+                self.on_waiting(0)
         return [results[index] for index in range(len(calls))]
 
-    def _groups(self, calls: list[ToolCall]) -> list[list[int]]:
+    def _groups(self, calls: list[ToolCall], asks: list[bool]) -> list[list[int]]:
         """Index groups run one after another; the calls inside a group run together.
 
-        Calls that need approval and exclusive calls always form groups of one, so a person
-        answers one prompt at a time and a tool-set change never races other calls.
+        Calls that need approval (``asks``) and exclusive calls always form groups of one, so
+        a person answers one prompt at a time and a tool-set change never races other calls.
         """
-        alone = [self.needs_approval(call) or self.exclusive(call) for call in calls]
+        alone = [asks[index] or self.exclusive(call) for index, call in enumerate(calls)]
         if self.plan.strategy == "sequential":
             return [[index] for index in range(len(calls))]
         size = len(calls) if self.plan.strategy == "parallel" else max(1, self.plan.batch_size)

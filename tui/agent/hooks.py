@@ -23,7 +23,7 @@ from tui.config.sections.hooks import HookCommand
 from tui.events import Event, ToolCallCompleted, ToolCallStarted
 from tui.exec.backend import BackendError
 from tui.exec.sandbox.sandbox import Confine
-from tui.safe_text import clean, excerpt
+from tui.safe_text import clean, dumps_or, excerpt, loads_or
 from tui.security.environment import reduced_environment
 from tui.security.settings import DEFAULT_ENV_ALLOWLIST
 from tui.tools.result import ToolResult
@@ -160,9 +160,10 @@ class Hooks:
         return {**base, **hook_variables(event, call, result)}
 
     def _payload(self, event: str, call: ToolCallInfo, **extra: Any) -> bytes:
-        try:
-            tool_input: Any = json.loads(call.arguments or "{}")
-        except json.JSONDecodeError:
+        # Arguments nested too deeply for Python's parser (or its writer) reach the hook as
+        # the raw text the model sent, as unparseable ones do.
+        tool_input: Any = loads_or(call.arguments or "{}", call.arguments)
+        if dumps_or(tool_input, "") == "":
             tool_input = call.arguments
         return json.dumps(
             {
@@ -292,10 +293,7 @@ class HookOutcome:
         text = self.stdout.strip()
         if not text.startswith("{"):
             return {}
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            return {}
+        data = loads_or(text, {})
         return data if isinstance(data, dict) else {}
 
 

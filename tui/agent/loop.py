@@ -33,6 +33,8 @@ from tui.agent.providers.base import (
 from tui.agent.providers.context_errors import ContextLengthExceeded, from_error
 from tui.agent.tool_call import CallRunner
 from tui.events import (
+    MAX_ERROR_CHARS,
+    ApprovalsWaiting,
     AssistantMessage,
     AssistantTextDelta,
     ErrorEvent,
@@ -458,6 +460,7 @@ class AgentLoop:
             ),
             steered=lambda: self.steering_pending,
             cancelled=self._cancel.is_set,
+            on_waiting=lambda count: self.emit(ApprovalsWaiting(count=count)),
         )
         finished: dict[int, ToolResult] = {}
         try:
@@ -511,6 +514,7 @@ class AgentLoop:
                 duration_ms=0.0,
                 error_type=result.details.get("error_type"),
                 summary=result.text.split("\n", 1)[0][:200],
+                error=result.text.strip()[:MAX_ERROR_CHARS],
             )
         )
 

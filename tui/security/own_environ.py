@@ -27,6 +27,7 @@ __all__ = [
     "held_keys",
     "hold_provider_keys",
     "process_environ",
+    "provider_key_values",
     "warn",
     "wipe_environ_block",
 ]
@@ -47,6 +48,14 @@ _held: dict[str, str] = {}
 def held_keys() -> Mapping[str, str]:
     """The key variables taken out of the environment, by name (empty before holding)."""
     return dict(_held)
+
+
+def provider_key_values() -> list[str]:
+    """Every model provider key this process knows of (held or still in the environment),
+    for the writers that must never store one: longest first, so a key that contains
+    another is replaced whole. Values shorter than 8 characters are not keys."""
+    values = {v for name, v in process_environ().items() if name in PROVIDER_KEY_VARIABLES}
+    return sorted((v for v in values if len(v) >= 8), key=len, reverse=True)
 
 
 def process_environ() -> Mapping[str, str]:

@@ -22,6 +22,7 @@ from tui.events import (
     ApprovalDecision,
     ApprovalRequested,
     ApprovalResolved,
+    ApprovalsWaiting,
     Event,
     RiskSegmentView,
 )
@@ -169,6 +170,8 @@ class SecurityPolicy:
         )
         self._env: dict[str, str] | None = None
         self._approval_lock = asyncio.Lock()
+        self._asking = 0
+        """Calls inside ``_ask``: the one on screen and those waiting their turn."""
 
     @property
     def workspace(self) -> Path:
@@ -474,6 +477,7 @@ class SecurityPolicy:
             else None,
             outside=access.outside and self.sandbox.active,
             suggested_pattern=suggest_pattern(call.tool_name, access, risk),
+            always_rules=[str(rule) for rule in grant_rules(call.tool_name, access, risk, None)],
             reason=reason,
             loop_id=call.loop_id,
         )
@@ -495,16 +499,20 @@ class SecurityPolicy:
         if diff is not None:
             request = request.model_copy(update={"diff": diff})
         # One prompt at a time: a person answers questions in order, never two at once.
-        async with self._approval_lock:
-            # A grant given while this call waited its turn may already cover it (not when a
-            # hook asked for a person: then only a person answers).
-            verdict, how = self.verdict(
-                call.tool_name, access, PermissionMode.DANGER_FULL_ACCESS, risk
-            )
-            if verdict is Verdict.ALLOW and not forced:
-                return how
-            answer = await self._wait_answer(request, call)
-            call.approved_diff = request.diff
+        self._queue_changed(+1)
+        try:
+            async with self._approval_lock:
+                # A grant given while this call waited its turn may already cover it (not
+                # when a hook asked for a person: then only a person answers).
+                verdict, how = self.verdict(
+                    call.tool_name, access, PermissionMode.DANGER_FULL_ACCESS, risk
+                )
+                if verdict is Verdict.ALLOW and not forced:
+                    return how
+                answer = await self._wait_answer(request, call)
+                call.approved_diff = request.diff
+        finally:
+            self._queue_changed(-1)
         self._emit(
             ApprovalResolved(
                 request_id=request.request_id,
@@ -544,10 +552,14 @@ class SecurityPolicy:
         if answer.decision is ApprovalDecision.DENY_WITH_MESSAGE:
             raise PermissionDenied(f"{DENIED} The user said: {answer.message}")
         if answer.decision is ApprovalDecision.ALLOW_ALWAYS:
-            for rule in grant_rules(call.tool_name, access, risk, answer.pattern):
+            for rule in grant_rules(call.tool_name, access, risk, answer.pattern, answer.rules):
                 self.grants.add(rule, answer.scope)
             return "approved_always"
         return "approved"
+
+    def _queue_changed(self, delta: int) -> None:
+        self._asking += delta
+        self._emit(ApprovalsWaiting(count=max(0, self._asking - 1), loop_id="policy"))
 
     def _emit(self, event: Event) -> None:
         if self.on_event is not None:
@@ -566,9 +578,14 @@ def suggest_pattern(tool: str, access: ToolAccess, risk: CommandRisk | None) -> 
 
 
 def grant_rules(
-    tool: str, access: ToolAccess, risk: CommandRisk | None, pattern: str | None
+    tool: str,
+    access: ToolAccess,
+    risk: CommandRisk | None,
+    pattern: str | None,
+    keep: list[str] | None = None,
 ) -> list[Rule]:
-    """What "allow always" grants: the edited pattern, or each segment exactly.
+    """What "allow always" grants: the edited pattern, or each segment exactly — only those
+    of ``keep`` when the person unticked some (never a rule they were not shown).
 
     Granting per segment means approving ``git status && rm -rf x`` grants exactly those two
     commands and nothing broader.
@@ -579,4 +596,5 @@ def grant_rules(
     if access.command is None:
         return [Rule(tool, access.subject)] if access.subject else [Rule(tool)]
     segments = [s.text.strip() for s in risk.segments] if risk else []
-    return [Rule(tool, text) for text in (segments or [access.command.strip()])]
+    rules = [Rule(tool, text) for text in (segments or [access.command.strip()])]
+    return rules if keep is None else [rule for rule in rules if str(rule) in keep]

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from tui.diffs import bounded_diff
 from tui.errors import Cancelled, InvalidArguments, NotFound, ToolError
-from tui.events import Notice, ToolCallCompleted, ToolCallStarted
+from tui.events import MAX_ERROR_CHARS, Notice, ToolCallCompleted, ToolCallStarted
 from tui.safe_text import clean, clean_json_text, clean_value, excerpt, loads_strict
 from tui.security.policy import CallInfo, SecurityPolicy
 from tui.security.verdicts import Verdict
@@ -280,6 +280,7 @@ class ToolRegistry:
                 exit_code=result.details.get("exit_code"),
                 error_type=result.details.get("error_type"),
                 summary=result.text.strip().split("\n", 1)[0][:200],
+                error=result.text.strip()[:MAX_ERROR_CHARS] if result.is_error else "",
                 truncated_chars=int(result.details.get("truncated_chars", 0)),
                 full_output_path=result.details.get("full_output_path"),
                 cut_notes=list(result.details.get("cut_notes", [])),

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -40,6 +40,7 @@ from tui.ui.block_actions import BlockActions
 from tui.ui.chat.panel import ChatPanel
 from tui.ui.chat.todo import TodoList
 from tui.ui.commands import SlashCommandProvider, SlashCommands
+from tui.ui.control_filter import ControlFilter
 from tui.ui.interrupt import QUIT_HINT, QUIT_WINDOW, CtrlC
 from tui.ui.messages import BusBatch, PromptSubmitted, ToolBlockAction
 from tui.ui.mirror.messages import PaneKeys, PaneRelease
@@ -56,6 +57,7 @@ from tui.ui.tools.output import SPILL
 from tui.ui.tools.panel import ToolPanel
 
 if TYPE_CHECKING:
+    from textual.filter import LineFilter
     from textual.notifications import SeverityLevel
 
     from tui.events import ApprovalRequested, Event
@@ -75,7 +77,8 @@ class AgentApp(App[int]):
         builder: Opens the session once the first frame is up (built by ``tui.cli``).
         session_factory: Builds a new or resumed session for ``/clear`` and ``/resume``.
         clock: Wall-clock seconds (tests freeze it for deterministic frames).
-        monotonic: Monotonic seconds for the auto-approve window.
+        monotonic: Monotonic seconds for the auto-approve window and the approval modal's
+            wait for answers.
         cursor_blink: Off in tests and snapshots.
         history_path: Where prompt history is kept (None: memory only).
         frame: Seconds per adapter batch.
@@ -125,6 +128,7 @@ class AgentApp(App[int]):
         self._queued: list[str] = []
         """Prompts sent before the session was ready."""
         self.clock = clock
+        self.monotonic = monotonic
         self.cursor_blink = cursor_blink
         self.frame = frame
         self.history = PromptHistory(history_path)
@@ -150,6 +154,11 @@ class AgentApp(App[int]):
         )
         self.link.session = session
         self.link.factory = session_factory
+        self._controls = ControlFilter()
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then the one that keeps control characters off the terminal."""
+        return [*super().get_line_filters(), self._controls]
 
     # -- what tests and the palette read ---------------------------------------------------
 
@@ -181,7 +190,9 @@ class AgentApp(App[int]):
         # Kept as attributes: panels are reached without a query, even while a modal is up
         # or the app is shutting down.
         self.chat = ChatPanel(id="chat")
-        self.prompt = PromptInput(self.history, id="prompt", cursor_blink=self.cursor_blink)
+        self.prompt = PromptInput(
+            self.history, id="prompt", cursor_blink=self.cursor_blink, clock=self.monotonic
+        )
         self.todo = TodoList(id="todo")
         self.tools = ToolPanel(id="tools", clock_ms=lambda: self.clock() * 1000)
         self.mirror = MirrorPanel(id="mirror")
@@ -447,7 +458,7 @@ class AgentApp(App[int]):
             self._driver.write(data)
 
     def _toast(self, message: str, severity: str) -> None:
-        self.notify(message, severity=cast("SeverityLevel", severity), timeout=3)
+        self.notify(message, severity=cast("SeverityLevel", severity), timeout=3, markup=False)
 
     def copy_to_clipboard(self, text: str) -> None:
         """Every copy (a selection, the keys, the prompt's own) as OSC 52, tmux-aware."""

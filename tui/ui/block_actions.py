@@ -8,10 +8,10 @@ its spill file is written.
 from __future__ import annotations
 
 import asyncio
-import json
 from functools import partial
 from typing import TYPE_CHECKING
 
+from tui.safe_text import dumps_or
 from tui.ui.tools.block import ToolBlock
 from tui.ui.tools.output import SPILL
 
@@ -78,7 +78,7 @@ class BlockActions:
             await asyncio.to_thread(SPILL.flush)
         text, path, description = block.output_source()
         state = block.state
-        title = f"{state.tool_name} · {state.command or json.dumps(state.arguments)[:200]}"
+        title = f"{state.tool_name} · {state.command or dumps_or(state.arguments)[:200]}"
         from tui.ui.tools.pager import OutputPager
 
         await self.host.push_screen(OutputPager(title, text, path, description))

@@ -43,7 +43,14 @@ class AppHost(Protocol):
     @property
     def session(self) -> AgentSession: ...
 
-    def notify(self, message: str, *, severity: Any = ..., timeout: float | None = ...) -> None: ...
+    def notify(
+        self,
+        message: str,
+        *,
+        severity: Any = ...,
+        timeout: float | None = ...,
+        markup: bool = ...,
+    ) -> None: ...
 
     def refresh_bindings(self) -> None: ...
 

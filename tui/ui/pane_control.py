@@ -110,7 +110,9 @@ class PaneControl:
         self.host.session.refresh_pane_mirror()
 
     def _resize_failed(self, error: Exception) -> None:
-        self.host.notify(f"could not resize the pane to the mirror: {error}", severity="warning")
+        self.host.notify(
+            f"could not resize the pane to the mirror: {error}", severity="warning", markup=False
+        )
 
     async def close(self) -> None:
         if self._sizer is not None:
@@ -122,7 +124,9 @@ class PaneControl:
         host = self.host
         session = host.session
         if not session.supports_tmux:
-            host.notify(f"no tmux pane: the backend is {session.actor}", severity="warning")
+            host.notify(
+                f"no tmux pane: the backend is {session.actor}", severity="warning", markup=False
+            )
             return
         if self.target is None:
             host.notify("no pane yet: the agent has not used one", severity="warning")

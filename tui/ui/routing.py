@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from tui.events import (
     ApprovalRequested,
     ApprovalResolved,
+    ApprovalsWaiting,
     AssistantMessage,
     Event,
     PaneSnapshot,
@@ -68,6 +69,7 @@ class EventRouter:
             ToolCallStarted: self._tool_started,
             ApprovalRequested: self._approval_requested,
             ApprovalResolved: self._approval_resolved,
+            ApprovalsWaiting: self._approvals_waiting,
             ToolCallCompleted: self._tool_completed,
             TodoListUpdated: self._todo_list,
             TurnStarted: self._turn_started,
@@ -97,6 +99,10 @@ class EventRouter:
     def _approval_requested(self, event: ApprovalRequested) -> None:
         if not self._replay:
             self.approvals.requested(event)
+
+    def _approvals_waiting(self, event: ApprovalsWaiting) -> None:
+        if not self._replay:
+            self.approvals.behind(event.loop_id, event.count)
 
     def _approval_resolved(self, event: ApprovalResolved) -> None:
         self.approvals.close(request_id=event.request_id)

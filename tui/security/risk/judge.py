@@ -8,6 +8,7 @@ the walker that owns this judge (``read_again``), so this module never imports t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,11 @@ if TYPE_CHECKING:
     from tree_sitter import Node
 
 ReadAgain = Callable[[str], tuple[list[SegmentRisk], str | None]]
+
+_LONE_VARIABLE = re.compile(
+    r"\$(?!HOME\b|\{HOME\})(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)"
+)
+"""A word that is one variable (not ``$HOME``): a value, not a place."""
 """Parse and judge a string as shell code in the same place: its segments and parse error."""
 
 
@@ -151,10 +157,19 @@ class Judge:
         return False
 
     def secret_word(self, verdict: Verdict, word: Word) -> None:
-        """A word naming a secret place (``~/.ssh/id_rsa``, ``if=/proc/1/environ``)."""
+        """A word naming a secret place (``~/.ssh/id_rsa``, ``if=/proc/1/environ``).
+
+        A word that is one variable and nothing else (``$SSH_CONNECTION``) names no place of
+        its own: read as a path it would be "any name in the current folder", a secret read
+        wherever that folder is a home — so ``echo $SSH_CONNECTION`` would be low on this
+        machine and high over SSH, whose shell starts at home. Its value is unknown either
+        way; a variable inside a path (``/proc/$PPID/environ``) still counts as any name.
+        """
         text = word.value if word.value is not None else word.approx
         home = self.context.home if self.context is not None else None
         for candidate in (text, text.partition("=")[2]):
+            if _LONE_VARIABLE.fullmatch(candidate.strip("\"'")):
+                continue
             if candidate and (candidate[0] in "/~$" or self.cwd):
                 place = secret_path(candidate, self.cwd, home, self.secret_places)
                 if place is not None:

@@ -12,7 +12,7 @@ from tui.tools.builtin.clock import TimeTool
 from tui.tools.builtin.files import file_tools
 from tui.tools.builtin.glob_search import GlobSearchTool
 from tui.tools.builtin.grep_search import GrepSearchTool
-from tui.tools.builtin.memory import memory_tools
+from tui.tools.builtin.memory import MemoryScope, memory_tools
 from tui.tools.builtin.notebook import notebook_tools
 from tui.tools.builtin.python_repl import python_repl_tools
 from tui.tools.builtin.shell import RunShellTool
@@ -30,17 +30,20 @@ def user_skills_dir() -> Path:
 
 
 def builtin_tools(
-    backend: ExecutionBackend | None = None, workspace: Path | None = None
+    backend: ExecutionBackend | None = None,
+    workspace: Path | None = None,
+    memory: MemoryScope | None = None,
 ) -> list[Tool[Any]]:
     """The tools for ``backend``: the tmux tools only where the backend has panes; ``skill``
-    reads the workspace's skills when ``workspace`` is on this machine, the user's always."""
+    reads the workspace's skills when ``workspace`` is on this machine, the user's always;
+    ``memory`` says which memory notes go to (None: the global one)."""
     tools: list[Tool[Any]] = [
         RunShellTool(),
         *file_tools(),
         GlobSearchTool(),
         GrepSearchTool(),
         TimeTool(),
-        *memory_tools(),
+        *memory_tools(scope=memory),
         *web_tools(),
         *browser_tools(),
         *sleep_tools(),

@@ -4,15 +4,23 @@ The notes live in a SQLite database in agent-tui's data folder, with an FTS5 ind
 sync by triggers (so a write and its index update are one transaction). WAL mode and a busy
 timeout let several agent-tui processes write at once; every call opens its own connection
 inside a worker thread, so the event loop never waits on the disk.
+
+Two memories: the global one, which every workspace reads, and one per workspace. A workspace
+the person has not trusted writes to its own (``MemoryScope``): a cloned repository must not be
+able to plant instructions for every later session elsewhere. Writing to — or forgetting in —
+the global memory from there is a call that asks the person (it needs danger-full-access, as a
+write outside the workspace does). Recall reads both, the workspace's notes first.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime
+import hashlib
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -25,6 +33,7 @@ from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
 
 Category = Literal["core", "daily", "conversation"]
+Scope = Literal["workspace", "global"]
 
 RECALL_CONTENT_LIMIT = 500
 
@@ -147,23 +156,74 @@ def forget_memory(path: Path, key: str) -> bool:
         conn.close()
 
 
-class _MemoryTool:
-    """Shared plumbing: the database path and the own-database access declaration."""
+@dataclass(frozen=True)
+class MemoryScope:
+    """Which memory a session writes by default.
 
-    def __init__(self, path: Path | None = None) -> None:
+    Args:
+        workspace: The workspace's real path (its notes' own database is named from it).
+        trusted: The person trusts this workspace: notes go to the global memory unasked.
+    """
+
+    workspace: str
+    trusted: bool = False
+
+
+SCOPE_DESCRIPTION = (
+    "Where the note is kept: global (read in every workspace) or workspace (read only here). "
+    "Default: global when the user trusts this workspace, else workspace; global from an "
+    "untrusted workspace asks the user first."
+)
+
+
+class _MemoryTool:
+    """Shared plumbing: the databases, which one a call uses, and what that call touches."""
+
+    writes: ClassVar[bool] = False
+    """Whether a call changes a memory (store, forget) rather than reading it."""
+
+    def __init__(self, path: Path | None = None, scope: MemoryScope | None = None) -> None:
         self._path = path
+        self.scope = scope
 
     @property
     def path(self) -> Path:
+        """The global memory."""
         return self._path if self._path is not None else memory_db_path()
 
+    def workspace_path(self) -> Path | None:
+        """This workspace's own memory (None without a scope: the global one only)."""
+        if self.scope is None:
+            return None
+        digest = hashlib.sha256(self.scope.workspace.encode("utf-8", "surrogateescape"))
+        return self.path.parent / "memory-workspaces" / f"{digest.hexdigest()[:16]}.sqlite3"
+
+    def target(self, scope: Scope | None) -> Scope:
+        """Which memory a call means: the one asked for, else the session's default."""
+        if scope is not None:
+            return scope if self.scope is not None else "global"
+        return "global" if self.scope is None or self.scope.trusted else "workspace"
+
+    def path_of(self, scope: Scope) -> Path:
+        workspace = self.workspace_path()
+        return workspace if scope == "workspace" and workspace is not None else self.path
+
     def access(self, params: Any) -> ToolAccess:
+        scope: Scope | None = getattr(params, "scope", None)
+        if self.writes and self.target(scope) == "global" and self.scope and not self.scope.trusted:
+            # The global memory is read by every later session, wherever it runs: from a
+            # workspace nobody trusted, changing it is the person's call.
+            return ToolAccess(
+                permission=PermissionMode.DANGER_FULL_ACCESS,
+                subject="global memory",
+                acting=True,
+            )
         # Only agent-tui's own database is written: nothing in the workspace or the system.
         return ToolAccess(permission=PermissionMode.READ_ONLY, acting=False)
 
-    async def _run(self, func: Any, *args: Any) -> Any:
+    async def _run(self, func: Any, *args: Any, path: Path | None = None) -> Any:
         try:
-            return await asyncio.to_thread(func, self.path, *args)
+            return await asyncio.to_thread(func, path or self.path, *args)
         except sqlite3.Error as exc:
             raise ExecutionFailed(f"memory database error: {exc}") from None
         except OSError as exc:
@@ -182,9 +242,11 @@ class MemoryStoreParams(ToolParams):
         description="core: lasting facts and preferences; daily: today's notes; "
         "conversation: context from this conversation.",
     )
+    scope: Scope | None = Field(default=None, description=SCOPE_DESCRIPTION)
 
 
 class MemoryStoreTool(_MemoryTool, Tool[MemoryStoreParams]):
+    writes = True
     name = "memory_store"
     label = "Remember"
     Params = MemoryStoreParams
@@ -195,17 +257,23 @@ When to use: a fact worth knowing next time (the user's preferences, project con
 decision and its reason, where something lives); to update a note, store it again by key.
 When NOT to use: for files of the project (use write_file); for scratch work needed only in
 this turn; never for secrets such as passwords or tokens.
-Disambiguation: writes agent-tui's own memory database, not the workspace; read it back with
-memory_recall, delete with memory_forget.
+Disambiguation: writes agent-tui's own memory database, not the workspace files: the global
+memory when the user trusts this workspace, else this workspace's own ("scope" chooses; global
+from an untrusted workspace asks the user). Read it back with memory_recall, delete with
+memory_forget.
 Examples: {"key": "test-command", "content": "Run tests with `make test`, not pytest"};
 {"key": "standup-2026-01-05", "content": "Fixed the login bug", "category": "daily"}"""
 
     async def execute(self, params: MemoryStoreParams, ctx: ToolContext) -> ToolResult:
-        replaced = await self._run(store_memory, params.key, params.content, params.category)
+        where = self.target(params.scope)
+        replaced = await self._run(
+            store_memory, params.key, params.content, params.category, path=self.path_of(where)
+        )
         verb = "Updated" if replaced else "Stored"
+        place = "this workspace's memory" if where == "workspace" else "the global memory"
         return ToolResult(
-            f"{verb} memory {params.key!r} ({params.category}).",
-            {"key": params.key, "category": params.category, "replaced": replaced},
+            f"{verb} memory {params.key!r} ({params.category}) in {place}.",
+            {"key": params.key, "category": params.category, "replaced": replaced, "scope": where},
         )
 
 
@@ -234,23 +302,36 @@ Examples: {"query": "test command"}; {"query": "login bug", "category": "daily",
     async def execute(self, params: MemoryRecallParams, ctx: ToolContext) -> ToolResult:
         if fts_query(params.query) is None:
             raise InvalidArguments("query: give at least one word with a letter or digit")
+        found: list[tuple[str, tuple[str, str, str, str]]] = []
+        workspace = self.workspace_path()
+        if workspace is not None and workspace.exists():
+            rows = await self._run(
+                recall_memories, params.query, params.limit, params.category, path=workspace
+            )
+            found += [("workspace", row) for row in rows]
         rows = await self._run(recall_memories, params.query, params.limit, params.category)
-        if not rows:
+        found += [("global", row) for row in rows]
+        found = found[: params.limit]
+        if not found:
             return ToolResult(f"No memories match {params.query!r}.", {"count": 0})
         blocks = []
-        for key, category, updated, content in rows:
+        for where, (key, category, updated, content) in found:
             text = content
             if len(text) > RECALL_CONTENT_LIMIT:
                 text = text[:RECALL_CONTENT_LIMIT] + f"… [{len(content)} chars in all]"
-            blocks.append(f"## {key} ({category}, updated {updated})\n{text}")
-        return ToolResult("\n\n".join(blocks), {"count": len(rows), "keys": [r[0] for r in rows]})
+            mark = ", this workspace's" if where == "workspace" else ""
+            blocks.append(f"## {key} ({category}{mark}, updated {updated})\n{text}")
+        keys = [row[0] for _, row in found]
+        return ToolResult("\n\n".join(blocks), {"count": len(found), "keys": keys})
 
 
 class MemoryForgetParams(ToolParams):
     key: str = Field(min_length=1, description="The key of the note to delete.")
+    scope: Scope | None = Field(default=None, description=SCOPE_DESCRIPTION)
 
 
 class MemoryForgetTool(_MemoryTool, Tool[MemoryForgetParams]):
+    writes = True
     name = "memory_forget"
     label = "Forget"
     Params = MemoryForgetParams
@@ -265,11 +346,19 @@ memory_recall.
 Examples: {"key": "test-command"}"""
 
     async def execute(self, params: MemoryForgetParams, ctx: ToolContext) -> ToolResult:
-        if not await self._run(forget_memory, params.key):
-            raise NotFound(f"no memory with key {params.key!r}; find keys with memory_recall")
-        return ToolResult(f"Forgot memory {params.key!r}.", {"key": params.key})
+        where = self.target(params.scope)
+        if not await self._run(forget_memory, params.key, path=self.path_of(where)):
+            other = "global" if where == "workspace" else "workspace"
+            hint = f' (it may be in the {other} memory: "scope": "{other}")' if self.scope else ""
+            raise NotFound(f"no memory with key {params.key!r}{hint}; find keys with memory_recall")
+        return ToolResult(f"Forgot memory {params.key!r}.", {"key": params.key, "scope": where})
 
 
-def memory_tools(path: Path | None = None) -> list[Tool[Any]]:
-    """The three memory tools, on ``path`` (default: ``data_dir()/memory.sqlite3``)."""
-    return [MemoryStoreTool(path), MemoryRecallTool(path), MemoryForgetTool(path)]
+def memory_tools(path: Path | None = None, scope: MemoryScope | None = None) -> list[Tool[Any]]:
+    """The three memory tools, on ``path`` (default: ``data_dir()/memory.sqlite3``) and, with
+    a ``scope``, the workspace's own memory beside it."""
+    return [
+        MemoryStoreTool(path, scope),
+        MemoryRecallTool(path, scope),
+        MemoryForgetTool(path, scope),
+    ]

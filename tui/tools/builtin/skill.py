@@ -28,6 +28,7 @@ from pydantic import Field
 
 from tui.errors import NotFound, PermissionDenied
 from tui.security.permissions import PermissionMode
+from tui.security.prompt_files import default_guard, prompt_file_refusal
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
@@ -157,6 +158,9 @@ def list_skills(workspace: Path | None, user_dir: Path) -> SkillScan:
     """
     scan = SkillScan()
     seen: dict[str, Skill] = {}
+    # Descriptions go into the tool's description, so into every request: the same screen
+    # as any file read into the prompt (a SKILL.md linked to a key or into /proc is skipped).
+    guard = default_guard(workspace or user_dir)
     for root, source in skill_roots(workspace, user_dir):
         try:
             folders = sorted(entry for entry in root.iterdir() if entry.is_dir())
@@ -165,6 +169,10 @@ def list_skills(workspace: Path | None, user_dir: Path) -> SkillScan:
         for folder in folders:
             skill_file = folder / SKILL_FILE
             if not skill_file.is_file():
+                continue
+            refusal = prompt_file_refusal(skill_file, guard)
+            if refusal is not None:
+                scan.problems.append(f"{skill_file}: skipped, {refusal}")
                 continue
             try:
                 skill = parse_skill_file(read_skill_text(skill_file), folder, source)
@@ -272,7 +280,8 @@ Examples: {{"name": "{example}"}}"""
         if skill is None:
             raise NotFound(self._unknown(params.name, scan))
         screen = SecretScreen.of(ctx)
-        if await asyncio.to_thread(screen.hides, str(skill.skill_file)):
+        refusal = await asyncio.to_thread(prompt_file_refusal, skill.skill_file, screen.guard)
+        if refusal is not None or await asyncio.to_thread(screen.hides, str(skill.skill_file)):
             # A SKILL.md that is a link to a key would hand the key over as instructions.
             raise PermissionDenied(
                 f"skill {skill.name!r}: {skill.skill_file} is (or links to) a secret; "

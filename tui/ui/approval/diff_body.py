@@ -7,7 +7,6 @@ other argument (the path, ``replace_all``) is shown as before.
 
 from __future__ import annotations
 
-from rich.console import Group
 from rich.text import Text
 
 from tui.diffs import DIFF_REPLACES, counts
@@ -20,14 +19,19 @@ def diff_summary(diff: str) -> str:
     return f"+{added} -{removed} lines"
 
 
-def approval_diff_body(request: ApprovalRequested, arguments: Text) -> Group:
-    """``arguments`` (already without the replaced ones) above the coloured diff."""
+def approval_diff_body(request: ApprovalRequested, arguments: Text) -> Text:
+    """``arguments`` (already without the replaced ones) above the coloured diff.
+
+    One ``Text``, not a ``Group`` of them: a group whose last part ends without a newline
+    was measured a line short, and the diff's last line (or its "… more lines" notice) was
+    never drawn.
+    """
     assert request.diff is not None
     path = str(request.arguments.get("path", ""))
     heading = Text("change ", "bold")
     heading.append(diff_summary(request.diff), "dim")
     parts: list[Text] = [arguments, heading, diff_text(request.diff, path=path)]
-    return Group(*(part for part in parts if part.plain))
+    return Text("\n").join(part for part in parts if part.plain)
 
 
 def shown_arguments(request: ApprovalRequested) -> dict[str, object]:

@@ -35,6 +35,9 @@ class ApprovalFlow:
         self.host = host
         self.attention = attention
         self.auto_approve = AutoApprove(clock=monotonic)
+        self.monotonic = monotonic
+        self._behind: dict[str, int] = {}
+        """Calls that will ask after the open question, by source (``ApprovalsWaiting``)."""
         self.open: tuple[ApprovalRequested, ApprovalScreen] | None = None
         """The request on screen and its modal."""
         self._waiting: collections.deque[ApprovalRequested] = collections.deque()
@@ -72,7 +75,12 @@ class ApprovalFlow:
     async def _ask(self, request: ApprovalRequested) -> None:
         from tui.ui.approval.modal import ApprovalScreen
 
-        screen = ApprovalScreen(request, waiting=len(self._waiting))
+        screen = ApprovalScreen(
+            request,
+            waiting=self.waiting_count(),
+            last_typed=self.host.prompt.last_typed,
+            monotonic=self.monotonic,
+        )
         self.open = (request, screen)
         try:
             answer = await self.host.push_screen_wait(screen)
@@ -81,6 +89,16 @@ class ApprovalFlow:
         if answer is not None:
             self.host.session.answer_approval(request.request_id, answer)
         self._next()
+
+    def waiting_count(self) -> int:
+        """Requests waiting behind the one on screen: queued here or held by the policy."""
+        return len(self._waiting) + sum(self._behind.values())
+
+    def behind(self, source: str, count: int) -> None:
+        """``count`` calls of ``source`` (a loop, or the policy) will ask after this one."""
+        self._behind[source] = count
+        if self.open is not None and self.open[1].is_attached:
+            self.open[1].show_waiting(self.waiting_count())
 
     def close(self, *, request_id: str | None = None, tool_call_id: str | None = None) -> None:
         """A request answered or ended elsewhere (timeout, cancel): its modal goes away."""

@@ -1,38 +1,48 @@
 """The approval prompt: everything needed to decide, and a small typed vocabulary to answer.
 
-What people could not see in other agents is what this shows first: the whole command,
-wrapped and scrolling (never clipped, with an overflow sign), each segment of a compound
-command with its computed risk and reasons, the model's own reason and risk label beside the
-computed one, and where it runs. "Allow always" grants each segment exactly, or a prefix
-pattern the person edits, for this session or saved — never a silent broad rule.
+What people could not see in other agents is what this shows: the whole command, wrapped and
+scrolling (never clipped, with an overflow sign), each segment of a compound command with its
+computed risk and reasons, the model's own reason and risk label beside the computed one, and
+where it runs. What the model wrote comes first and on one line a field; the call itself comes
+after it, and the question above the keys names the computed risk (``texts``). "Allow always"
+lists every rule it would add, each one possible to untick (``always_form``).
+
+It opens closed: no key answers it until half a second after it appeared and after the last
+keystroke (``gate``), so typing meant for the prompt never approves a command nobody saw.
 
 It is a modal over a running app: the chat and tool panels keep streaming behind it.
 """
 
 from __future__ import annotations
 
-import json
+import time
+from collections.abc import Callable
 
-from rich.console import Group
 from rich.style import Style
-from rich.table import Table
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
+from textual.markup import escape
 from textual.reactive import var
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, RadioButton, RadioSet, Static
+from textual.timer import Timer
+from textual.widgets import Button, Input, SelectionList, Static
 
 from tui.diffs import plain
-from tui.events import ApprovalAnswer, ApprovalDecision, ApprovalRequested
+from tui.events import ApprovalAnswer, ApprovalRequested
 from tui.locations import styles_dir
-from tui.ui.approval.diff_body import approval_diff_body, shown_arguments
-from tui.ui.cwd import printable
+from tui.safe_text import one_line
+from tui.ui.approval import texts
+from tui.ui.approval.always_form import AlwaysForm, exact_rules
+from tui.ui.approval.gate import AnswerGate, is_typing, typed_at
 
-RISK_ORDER = {"low": 0, "medium": 1, "unknown": 2, "high": 3}
-ANSWER_ACTIONS = frozenset({"allow_once", "allow_always", "deny", "deny_message"})
+ANSWER_ACTIONS = frozenset({"allow_once", "allow_always", "deny", "deny_message", "back"})
+BODY_MIN_LINES = 3
+FORM_TYPING = frozenset({"allow_once", "allow_always", "deny", "deny_message", "open_diff"})
+
+__all__ = ["ApprovalScreen", "CommandBody", "exact_rules"]
 
 
 class CommandBody(VerticalScroll, can_focus=True):
@@ -56,21 +66,20 @@ class CommandBody(VerticalScroll, can_focus=True):
         if above > 0:
             bits.append(f"↑ {above} lines above")
         if below > 0:
-            bits.append(f"↓ {below} more lines — scroll with ↑ ↓ pgup pgdn")
+            bits.append(f"↓ {below} more lines below — scroll with ↑ ↓ pgup pgdn")
         self.border_subtitle = " · ".join(bits) if bits else None
         self.set_class(bool(bits), "-overflow")
 
 
-def exact_rules(request: ApprovalRequested) -> list[str]:
-    """What "allow always, exact" grants: each segment as its own exact rule."""
-    if request.command is None:
-        return [request.suggested_pattern or request.tool_name]
-    segments = [s.text.strip() for s in request.segments] or [request.command.strip()]
-    return [f"{request.tool_name}({text})" for text in segments]
-
-
 class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
-    """Returns the person's ``ApprovalAnswer`` (None when dismissed because the call ended)."""
+    """Returns the person's ``ApprovalAnswer`` (None when dismissed because the call ended).
+
+    Args:
+        request: What is asked.
+        waiting: Calls waiting behind this one (``ApprovalsWaiting``), shown in the border.
+        last_typed: When a key was last typed before this appeared (the prompt's), if ever.
+        monotonic: The clock of the answer gate.
+    """
 
     CSS_PATH = str(styles_dir() / "approval.tcss")
     BINDINGS = [
@@ -79,65 +88,80 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         Binding("n", "deny", "Deny"),
         Binding("m", "deny_message", "Deny with message…"),
         Binding("escape", "back", "Back / deny", show=False),
-        Binding("enter", "confirm", "Confirm", show=False),
+        # Above the form's radio sets, rule list and buttons, which take Enter for themselves
+        # otherwise: "⏎ confirms" is then true whatever has focus.
+        Binding("enter", "confirm", "Confirm", show=False, priority=True),
         Binding("o", "open_diff", "Whole diff", show=False),
     ]
 
     form: var[str] = var("", init=False)
     """``""``, ``always`` or ``message``: which sub-form is open."""
 
-    def __init__(self, request: ApprovalRequested, *, waiting: int = 0) -> None:
+    def __init__(
+        self,
+        request: ApprovalRequested,
+        *,
+        waiting: int = 0,
+        last_typed: float | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__()
         self.request = request
         self.waiting = waiting
+        self.monotonic = monotonic
+        self.gate = AnswerGate(monotonic(), last_typed)
+        self._gate_timer: Timer | None = None
 
     # -- layout ----------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         request = self.request
         with Vertical(id="approval-box") as box:
-            box.border_title = f"Approve {request.tool_name}?"
-            box.border_subtitle = f"{self.waiting} more waiting" if self.waiting else None
+            box.border_title = escape(f"Approve {one_line(request.tool_name, 60)}?")
+            # The header has room for more lines (where the call runs, say): the body below
+            # is fitted to whatever height it takes.
             yield Static(self._header(), id="approval-header")
             with CommandBody(id="approval-body") as body:
-                body.border_title = self._body_title()
-                yield Static(self._command_text(), id="approval-command")
+                body.border_title = texts.body_title(request)
                 if request.why:
-                    yield Static(self._why_text(), id="approval-why")
+                    yield Static(texts.why_text(request), id="approval-why")
+                yield Static(texts.command_text(request, self._risk_style), id="approval-command")
                 if request.segments:
-                    yield Static(self._segments_text(), id="approval-segments")
-            # Docked at the bottom of the box: whatever the command's length and the
-            # terminal's size, the ways to answer stay on screen and the body scrolls.
-            with Vertical(id="approval-footer"):
-                with Vertical(id="always-form") as form:
-                    form.border_title = "Allow always — grant"
-                    with RadioSet(id="always-kind"):
-                        yield RadioButton(self._exact_label(), value=True, id="kind-exact")
-                        yield RadioButton("this pattern (edit below):", id="kind-pattern")
-                    yield Input(
-                        request.suggested_pattern or "",
-                        id="always-pattern",
-                        placeholder="run_shell(git status:*)",
+                    yield Static(
+                        texts.segments_table(request, self._risk_style), id="approval-segments"
                     )
-                    with RadioSet(id="always-scope"):
-                        yield RadioButton("for this session", value=True, id="scope-session")
-                        yield RadioButton("saved for this workspace", id="scope-saved")
-                    with Horizontal(classes="form-row"):
-                        yield Button("Allow always", id="always-ok", variant="warning")
-                        yield Button("Back", id="always-back")
-                        yield Static("⏎ confirms · esc back", classes="form-hint")
+            # Docked at the bottom of the box: whatever the command's length and the
+            # terminal's size, the question and the ways to answer stay on screen.
+            with Vertical(id="approval-footer"):
+                yield AlwaysForm(request)
                 with Vertical(id="message-form") as form:
                     form.border_title = "Deny, and tell the model why (it reads this)"
                     yield Input(id="deny-message", placeholder="e.g. use the staging host instead")
-                    yield Static("enter sends · esc back", classes="form-hint")
-                yield Static(self._keys_text(), id="approval-keys")
+                    yield Static("⏎ sends · esc back", classes="form-hint")
+                yield Static(texts.question_text(request, self._risk_style), id="approval-question")
+                yield Static(self._keys(), id="approval-keys")
 
     def on_mount(self) -> None:
+        self.show_waiting(self.waiting)
         self.query_one(CommandBody).focus()
         self.call_after_refresh(self.fit_body)
+        self.refresh_gate()
+        # The wait counts from the first frame that shows the question, not from when it was
+        # made: keys typed while the app was busy building it arrive after, and must not count.
+        self.call_after_refresh(self._shown)
+
+    def _shown(self) -> None:
+        self.gate.opened = max(self.gate.opened, self.monotonic())
+        self.refresh_gate()
 
     def on_resize(self) -> None:
         self.call_after_refresh(self.fit_body)
+
+    def show_waiting(self, count: int) -> None:
+        """``count`` more requests wait behind this one (updated while it is open)."""
+        self.waiting = count
+        box = self.query_one("#approval-box")
+        box.border_subtitle = f"{count} more waiting" if count else None
 
     def fit_body(self) -> None:
         """Give the command body the height left by the header and the docked footer.
@@ -155,8 +179,17 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         for part in (self.query_one("#approval-header"), self.query_one("#approval-footer")):
             margin = part.styles.margin
             used += part.outer_size.height + margin.top + margin.bottom
+        if self.form == "always":
+            # The rule list takes what the body can spare (the body keeps three lines): every
+            # rule is listed, scrolling when the terminal is short.
+            rules = self.query_one("#always-rules", SelectionList)
+            others = used - rules.outer_size.height
+            room = max(2, limit - others - BODY_MIN_LINES - 2)
+            if rules.styles.max_height is None or rules.styles.max_height.value != room:
+                rules.styles.max_height = room
+            used = others + min(room, rules.option_count)
         body = self.query_one(CommandBody)
-        height = max(3, limit - used)
+        height = max(BODY_MIN_LINES, limit - used)
         if body.styles.max_height is None or body.styles.max_height.value != height:
             body.styles.max_height = height
 
@@ -176,119 +209,40 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         return Style.parse(self._color("success", "green"))
 
     def _header(self) -> Text:
-        request = self.request
-        text = Text()
-        text.append("runs on ", "dim")
-        text.append(request.actor, "bold")
-        if request.cwd:
-            text.append("  in ", "dim")
-            where = Style.parse(f"bold reverse {self._color('warning', 'yellow')}")
-            text.append(printable(request.cwd), where if request.cwd_elsewhere else "bold")
-            if request.cwd_elsewhere:
-                text.append(" (not the workspace)", "italic dim")
-        if request.risk:
-            text.append("    computed risk ", "dim")
-            text.append(
-                f" {request.risk.upper()} ", self._risk_style(request.risk) + Style(reverse=True)
-            )
-        if request.claimed_risk:
-            text.append("    model says ", "dim")
-            text.append(request.claimed_risk, self._risk_style(request.claimed_risk))
-            if request.risk and RISK_ORDER.get(request.claimed_risk, 0) < RISK_ORDER.get(
-                request.risk, 0
-            ):
-                text.append("  (the computed risk decides)", "italic dim")
-        if request.loop_id != "main":
-            text.append(f"    asked by sub-agent {request.loop_id.rsplit('.', 1)[-1]}", "italic")
-        if request.sandbox:
-            text.append("\nwhere: ", "dim")
-            if request.sandbox.startswith("OUTSIDE"):
-                loud = Style.parse(f"bold reverse {self._color('error', 'red')}")
-                text.append(" runs OUTSIDE the sandbox ", loud)
-                text.append(" can write anywhere you can, reach any host", "bold")
-            elif request.sandbox.startswith("no sandbox"):
-                text.append(
-                    request.sandbox, Style.parse(f"bold {self._color('warning', 'yellow')}")
-                )
-            else:
-                text.append(request.sandbox, "dim")
-        if request.reason:
-            text.append("\nasks because ", "dim")
-            text.append(request.reason, "bold")
-        return text
+        return texts.header_text(self.request, self._risk_style, self._color("warning", "yellow"))
 
-    def _body_title(self) -> str:
-        request = self.request
-        if request.diff is not None:
-            return "arguments · diff of the change"
-        if request.command is None:
-            return "arguments"
-        count = len(request.segments)
-        lines = request.command.count("\n") + 1
-        bits = [f"{len(request.command):,} chars"]
-        if lines > 1:
-            bits.append(f"{lines} lines")
-        if count > 1:
-            bits.append(f"{count} segments")
-        return "command · " + " · ".join(bits)
+    def _keys(self) -> Text:
+        return texts.keys_text(self.gate.remaining(self.monotonic()))
 
-    def _command_text(self) -> Text | Group:
-        request = self.request
-        if request.diff is not None:
-            return approval_diff_body(request, arguments_text(shown_arguments(request)))
-        if request.command is None:
-            return arguments_text(request.arguments)
-        text = Text(request.command)
-        position = 0
-        for segment in request.segments:
-            needle = segment.text.strip()
-            found = request.command.find(needle, position) if needle else -1
-            if found < 0:
-                continue
-            if segment.risk != "low":
-                style = self._risk_style(segment.risk) + Style(underline=True)
-                text.stylize(style, found, found + len(needle))
-            position = found + len(needle)
-        return text
+    # -- the gate --------------------------------------------------------------------------
 
-    def _segments_text(self) -> Table:
-        """One row per segment: number, computed risk, the text with its reasons under it."""
-        table = Table.grid(padding=(0, 1), expand=True)
-        table.add_column(justify="right", style="dim", no_wrap=True)
-        table.add_column(no_wrap=True, width=7)
-        table.add_column(ratio=1)
-        for number, segment in enumerate(self.request.segments, 1):
-            cell = Text(segment.text.strip())
-            for reason in segment.reasons:
-                cell.append(f"\n· {reason}", "italic dim")
-            risk = Text(segment.risk.upper(), self._risk_style(segment.risk))
-            table.add_row(str(number), risk, cell)
-        return table
+    @property
+    def answering(self) -> bool:
+        """Whether a key may answer now."""
+        return self.gate.is_open(self.monotonic())
 
-    def _why_text(self) -> Text:
-        text = Text()
-        text.append("why (the model): ", "bold")
-        text.append(self.request.why or "")
-        return text
+    def refresh_gate(self) -> None:
+        """Redraw the keys line, and look again when the gate should open."""
+        if not self.is_attached:
+            return
+        self.query_one("#approval-keys", Static).update(self._keys())
+        self.set_class(not self.answering, "-waiting")
+        self.call_after_refresh(self.fit_body)
+        if self._gate_timer is not None:
+            self._gate_timer.stop()
+            self._gate_timer = None
+        remaining = self.gate.remaining(self.monotonic())
+        if remaining > 0:
+            self._gate_timer = self.set_timer(min(remaining, 0.1) + 0.01, self.refresh_gate)
 
-    def _exact_label(self) -> str:
-        rules = exact_rules(self.request)
-        shown = ", ".join(rules[:3]) + (f" (+{len(rules) - 3} more)" if len(rules) > 3 else "")
-        return f"exactly: {shown}"
-
-    def _keys_text(self) -> Text:
-        text = Text()
-        for key, label in (
-            ("y", "allow once"),
-            ("a", "allow always…"),
-            ("n", "deny"),
-            ("m", "deny with message…"),
-        ):
-            text.append(f" {key} ", "bold reverse")
-            text.append(f" {label}   ")
-        text.append("esc", "bold")
-        text.append(" back / deny", "dim")
-        return text
+    def on_key(self, event: events.Key) -> None:
+        """A key typed while closed answers nothing and starts the wait again."""
+        if self.form or not is_typing(event.key, event.character):
+            return
+        if not self.gate.typed(typed_at(event, self.monotonic())):
+            event.stop()
+            event.prevent_default()
+            self.refresh_gate()
 
     # -- forms -----------------------------------------------------------------------------
 
@@ -297,7 +251,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         self.set_class(form == "message", "-message")
         self.call_after_refresh(self.fit_body)
         if form == "always":
-            # Enter right away grants exactly, for this session: the narrowest "always".
+            # Enter right away grants exactly what is listed, for this session.
             self.query_one("#always-ok", Button).focus()
         elif form == "message":
             self.query_one("#deny-message", Input).focus()
@@ -319,6 +273,12 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     def action_confirm(self) -> None:
         """Enter in an open form (whatever inside it has focus) confirms it."""
         if self.form == "always":
+            focused = self.focused.id if self.focused is not None else None
+            if focused == "always-back":
+                self.form = ""
+                return
+            if focused == "always-pattern":  # Enter in the pattern: that pattern is the grant
+                self.query_one(AlwaysForm).choose_pattern()
             self.dismiss(self.always_answer())
         elif self.form == "message":
             message = self.query_one("#deny-message", Input).value.strip()
@@ -332,24 +292,15 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
 
     def always_answer(self) -> ApprovalAnswer:
         """The answer the allow-always form describes right now."""
-        pattern_chosen = self.query_one("#kind-pattern", RadioButton).value
-        saved = self.query_one("#scope-saved", RadioButton).value
-        pattern = self.query_one("#always-pattern", Input).value.strip() if pattern_chosen else ""
-        return ApprovalAnswer(
-            decision=ApprovalDecision.ALLOW_ALWAYS,
-            pattern=pattern or None,
-            scope="saved" if saved else "session",
-        )
+        return self.query_one(AlwaysForm).answer()
 
     @on(Input.Changed, "#always-pattern")
     def _pattern_edited(self, event: Input.Changed) -> None:
-        if event.value != (self.request.suggested_pattern or ""):
-            self.query_one("#kind-pattern", RadioButton).value = True
+        self.query_one(AlwaysForm).pattern_edited(event.value)
 
-    @on(Input.Submitted, "#always-pattern")
-    def _pattern_submitted(self) -> None:
-        self.query_one("#kind-pattern", RadioButton).value = True
-        self.dismiss(self.always_answer())
+    @on(AlwaysForm.Reshaped)
+    def _form_reshaped(self) -> None:
+        self.call_after_refresh(self.fit_body)
 
     @on(Button.Pressed, "#always-ok")
     def _always_ok(self) -> None:
@@ -359,39 +310,26 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     def _always_back(self) -> None:
         self.form = ""
 
-    @on(Input.Submitted, "#deny-message")
-    def _deny_with_message(self, event: Input.Submitted) -> None:
-        self.dismiss(ApprovalAnswer.deny(event.value.strip() or None))
-
     def action_open_diff(self) -> None:
         if self.request.diff is not None:
             from tui.ui.tools.pager import OutputPager
 
             title = f"{self.request.tool_name} · {self.request.arguments.get('path', '')}"
             self.app.push_screen(
-                OutputPager(title, plain(self.request.diff, limit=None), None, "diff")
+                OutputPager(
+                    one_line(title, 200), plain(self.request.diff, limit=None), None, "diff"
+                )
             )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # While a form is open its letters are typing, not answers.
-        return not (self.form and (action in ANSWER_ACTIONS or action == "open_diff"))
-
-
-def arguments_text(arguments: dict[str, object]) -> Text:
-    """Arguments the way a person reads them: multi-line strings (code, file content, a
-    notebook cell) as the lines they are, not one JSON line full of ``\\n``."""
-    text = Text()
-    for index, (key, value) in enumerate(arguments.items()):
-        if index:
-            text.append("\n")
-        text.append(f"{key}:", "bold")
-        if isinstance(value, str) and "\n" in value:
-            for line in value.split("\n"):
-                text.append("\n  " + line)
-        else:
-            rendered = json.dumps(value, indent=2, ensure_ascii=False)
-            text.append(" " + rendered.replace("\n", "\n  "))
-    return text
+        if action == "confirm":
+            return bool(self.form)  # without a form, Enter is the body's (and the gate's)
+        if self.form:
+            # While a form is open its letters are typing, not answers; Esc closes it.
+            return action not in FORM_TYPING
+        if action in ANSWER_ACTIONS and not self.answering:
+            return None  # shown, but it answers nothing yet (see ``gate``)
+        return True
 
 
 if __name__ == "__main__":

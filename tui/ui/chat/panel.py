@@ -11,14 +11,15 @@ session never grows without bound.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
+from textual.markup import escape
 from textual.widget import Widget
 from textual.widgets import Static
 
+from tui.safe_text import dumps_or, loads_or, one_line
 from tui.ui.follow import TailFollowing
 
 if TYPE_CHECKING:
@@ -44,6 +45,12 @@ PRUNE_TO = 1500
 MAX_ENTRIES = 600
 KEEP_ENTRIES = 400
 MAX_THINKING_CHARS = 20_000
+
+
+def title_text(text: str) -> str:
+    """A border title from someone else's text: Textual reads titles as markup, so brackets
+    are escaped, and controls are spelled out on one line."""
+    return escape(one_line(text, 200))
 
 
 class UserBubble(Static):
@@ -270,13 +277,10 @@ class ChatPanel(TailFollowing):
     def add_tool_ref(self, tool_name: str, arguments: str, *, by_user: bool = False) -> ToolRef:
         """``⚙ run_shell  git status``: where the call happened in the story."""
         summary = arguments
-        try:
-            parsed = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
-            parsed = None
+        parsed = loads_or(arguments) if arguments.strip() else {}
         if isinstance(parsed, dict):
             first = parsed.get("command") or next(iter(parsed.values()), "")
-            summary = first if isinstance(first, str) else json.dumps(first)
+            summary = first if isinstance(first, str) else dumps_or(first)
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("⚙ ", "dim")
         if by_user:
@@ -295,13 +299,13 @@ class ChatPanel(TailFollowing):
 
     def add_agent_note(self, message: str, *, loop_id: str = "main") -> AgentNote:
         note = AgentNote(Text(message))
-        note.border_title = "» agent" if loop_id == "main" else f"» sub-agent {loop_id}"
+        note.border_title = "» agent" if loop_id == "main" else title_text(f"» sub-agent {loop_id}")
         self._add(note)
         return note
 
     def add_error(self, title: str, message: str) -> ErrorBox:
         box = ErrorBox(Text(message))
-        box.border_title = title
+        box.border_title = title_text(title)
         self._add(box)
         return box
 
@@ -310,13 +314,13 @@ class ChatPanel(TailFollowing):
         if len(short) > 600:
             short = short[:600] + " …"
         note = SubagentNote(Text(short))
-        note.border_title = f"↳ sub-agent {loop_id.rsplit('.', 1)[-1]}"
+        note.border_title = title_text(f"↳ sub-agent {loop_id.rsplit('.', 1)[-1]}")
         self._add(note)
         return note
 
     def add_info(self, title: str, text: str) -> InfoBox:
         box = InfoBox(Text(text))
-        box.border_title = title
+        box.border_title = title_text(title)
         self._add(box)
         return box
 

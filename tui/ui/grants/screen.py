@@ -103,7 +103,7 @@ class GrantsScreen(ModalScreen[int]):
         rule = str(grant.rule)
         if self.grants.revoke(rule):
             self.revoked.append(rule)
-            self.notify(f"revoked {rule}", title="Grant revoked")
+            self.notify(f"revoked {rule}", title="Grant revoked", markup=False)
         self.refill()
         if self._rows:
             table.move_cursor(row=min(row, len(self._rows) - 1))

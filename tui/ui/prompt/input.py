@@ -8,6 +8,8 @@ long prompt is never hijacked.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any, cast
 
 from textual import events
@@ -19,6 +21,7 @@ from tui.ui.prompt.completer import choices_for
 from tui.ui.prompt.completion import ArgumentSource, Word, word_at
 from tui.ui.prompt.history import PromptHistory
 from tui.ui.prompt.popup import CompletionPopup
+from tui.ui.typed import typed_at
 
 NEWLINE_KEYS = frozenset({"ctrl+j", "alt+enter", "shift+enter", "ctrl+enter"})
 
@@ -57,6 +60,7 @@ class PromptInput(TextArea):
         *,
         id: str | None = None,
         cursor_blink: bool = True,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(
             "",
@@ -73,6 +77,10 @@ class PromptInput(TextArea):
         self.popup = CompletionPopup(id="completion")
         """Mounted by the app just above the prompt; the prompt keeps the keyboard."""
         self.completion_source: ArgumentSource | None = None
+        self.clock = clock
+        self.last_typed: float | None = None
+        """Monotonic time of the last key typed here: an approval that appears while the
+        person types takes no answer until they have stopped (``tui.ui.approval.gate``)."""
 
     def _on_text_area_changed(self, event: TextArea.Changed) -> None:
         word = word_at(self.text, *self.cursor_location)
@@ -116,6 +124,7 @@ class PromptInput(TextArea):
         return True
 
     async def _on_key(self, event: events.Key) -> None:
+        self.last_typed = typed_at(event, self.clock())
         if self.popup.is_open and self._popup_key(event.key):
             event.stop()
             event.prevent_default()

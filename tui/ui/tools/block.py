@@ -8,7 +8,6 @@ output. Collapsed shows the last few lines, expanded shows every line kept (at m
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tui.diffs import plain
+from tui.safe_text import dumps_or, loads_or
 from tui.ui.cwd import printable
 from tui.ui.diff_view import diff_text
 from tui.ui.messages import ToolBlockAction
@@ -41,6 +41,8 @@ DIFF_LINES_EXPANDED = 400
 CROPPED_MARK = "\u203a"
 """Drawn at the right edge of an output line too wide for the block."""
 COLLAPSED_COMMAND_LINES = 6
+ERROR_PREVIEW_CHARS = 600
+"""Of a failed call's message shown while the block is folded (enter shows it all)."""
 ARGUMENT_PREVIEW_CHARS = 400
 
 ICONS: dict[str, str] = {
@@ -87,6 +89,8 @@ class ToolCallState:
     exit_code: int | None = None
     error_type: str | None = None
     summary: str = ""
+    error: str = ""
+    """A failed call's whole message (a hook's reason for skipping it, too)."""
     truncated_chars: int = 0
     full_output_path: str | None = None
     cut_notes: list[str] = field(default_factory=list)
@@ -144,16 +148,15 @@ def progress_text(fraction: float | None, message: str, *, width: int = 10) -> s
 def describe_arguments(arguments: dict[str, Any] | str, *, full: bool) -> str:
     """Arguments for a non-shell tool: ``key: value`` lines, long values cut unless ``full``."""
     if isinstance(arguments, str):
-        try:
-            parsed = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
+        parsed = loads_or(arguments) if arguments.strip() else {}
+        if parsed is None:
             return arguments if full else arguments[:ARGUMENT_PREVIEW_CHARS]
         if not isinstance(parsed, dict):
             return arguments
         arguments = parsed
     lines = []
     for key, value in arguments.items():
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        text = value if isinstance(value, str) else dumps_or(value, ensure_ascii=False)
         if not full and len(text) > ARGUMENT_PREVIEW_CHARS:
             text = text[:ARGUMENT_PREVIEW_CHARS] + f" … (+{len(text) - ARGUMENT_PREVIEW_CHARS})"
         lines.append(f"{key}: {text}")
@@ -490,10 +493,11 @@ class ToolBlock(Widget, can_focus=True):
         if state.decision in ("deny", "deny_with_message"):
             said = f": {state.decision_message}" if state.decision_message else ""
             line(f"denied by you{said}", "bold")
-        if state.status == "denied" and state.error_type == "hook" and state.summary:
-            line(state.summary, "italic")  # skipped by a before-tool hook, with its reason
-        if state.status in ("error", "cancelled") and state.summary and state.exit_code is None:
-            line(state.summary, "italic")
+        hooked = state.status == "denied" and state.error_type == "hook"
+        failed = state.status in ("error", "cancelled") and state.exit_code is None
+        if (hooked or failed) and (state.error or state.summary):
+            # The whole message, wrapped: the part a one-line summary cut is usually the fix.
+            line(self._error_shown(state.error or state.summary), "italic")
         if state.truncated_chars:
             where = f"; in full: {state.full_output_path}" if state.full_output_path else ""
             line(f"the model saw a cut ({state.truncated_chars:,} chars left out){where}", "dim")
@@ -509,6 +513,17 @@ class ToolBlock(Widget, can_focus=True):
         if state.child_loop_id:
             line(f"sub-agent {state.child_loop_id.rsplit('.', 1)[-1]} ran this call's work", "dim")
         return note
+
+    def _error_shown(self, error: str) -> str:
+        """The error whole when expanded or short; else its start, cut at a space."""
+        if self.expanded or len(error) <= ERROR_PREVIEW_CHARS:
+            return error
+        cut = error.rfind(" ", 0, ERROR_PREVIEW_CHARS)
+        cut = cut if cut > ERROR_PREVIEW_CHARS // 2 else ERROR_PREVIEW_CHARS
+        more = len(error) - cut
+        return (
+            f"{error[:cut]} … ({more:,} more characters: enter shows the whole error, o opens it)"
+        )
 
     # -- keys ------------------------------------------------------------------------------
 
@@ -533,6 +548,8 @@ class ToolBlock(Widget, can_focus=True):
         if self.state.diff is not None:
             return plain(self.state.diff, limit=None), None, "the whole diff of the change"
         out = self.state.output
+        if self.state.error and not out.total_bytes:
+            return self.state.error, None, "the whole error message"
         if not out.truncated:
             return out.text(), None, "the whole output (kept in memory)"
         if out.spilling and out.spill_path is not None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.widgets import Static
 
+from tui.safe_text import loads_or
 from tui.spill import DEFAULT_DISK_CAP
 from tui.ui.follow import TailFollowing
 from tui.ui.tools.block import ToolBlock, ToolCallState
@@ -248,6 +249,7 @@ class ToolPanel(TailFollowing):
         state.status = "denied"
         state.error_type = "hook"
         state.summary = event.result.split("\n", 1)[0][:200]
+        state.error = event.result
         state.output.close()
         return block
 
@@ -266,6 +268,7 @@ class ToolPanel(TailFollowing):
         state.exit_code = event.exit_code
         state.error_type = event.error_type
         state.summary = event.summary
+        state.error = event.error
         state.truncated_chars = event.truncated_chars
         state.full_output_path = event.full_output_path
         state.cut_notes = list(event.cut_notes)
@@ -304,10 +307,7 @@ class ToolPanel(TailFollowing):
 
 
 def _parse_arguments(raw: str) -> dict[str, object] | str:
-    try:
-        value = json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return raw
+    value = loads_or(raw) if raw.strip() else {}
     return value if isinstance(value, dict) else raw
 
 

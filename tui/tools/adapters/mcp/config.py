@@ -8,7 +8,9 @@ what is wrong, and the good entries are still used.
 
 ``${VAR}`` and ``${VAR:-default}`` in ``command``, ``args``, ``env``, ``url`` and ``headers``
 are filled from the person's environment, as other clients do, so a shared file names a token
-without holding it.
+without holding it — but only once the workspace is trusted (``expand``): until then the
+entries keep the variables as written, so nothing of the person's environment (their model
+key, say) is read into a server that a cloned repository described.
 """
 
 from __future__ import annotations
@@ -59,12 +61,13 @@ def expand_variables(value: Any, env: Mapping[str, str], missing: list[str]) -> 
 
 
 def load_project_servers(
-    workspace: Path, env: Mapping[str, str] | None = None
+    workspace: Path, env: Mapping[str, str] | None = None, *, expand: bool = True
 ) -> tuple[dict[str, McpServerSettings], list[str]]:
     """The servers ``workspace/.mcp.json`` declares, and a line for each problem in it.
 
     Never raises: a missing file is ``({}, [])``, a broken file is ``({}, [problem])`` and a
-    bad entry is skipped with a problem naming it.
+    bad entry is skipped with a problem naming it. ``expand`` False (an untrusted workspace)
+    leaves every ``${VAR}`` as written.
     """
     path = workspace / PROJECT_FILE
     if not path.exists():
@@ -85,7 +88,8 @@ def load_project_servers(
     servers: dict[str, McpServerSettings] = {}
     problems: list[str] = []
     for name, entry in entries.items():
-        settings, problem = _parse_entry(name, entry, process_environ() if env is None else env)
+        environment = (process_environ() if env is None else env) if expand else None
+        settings, problem = _parse_entry(name, entry, environment)
         if settings is not None:
             servers[name] = settings
         else:
@@ -113,7 +117,7 @@ def _read_json(path: Path) -> tuple[Any, str | None]:
 
 
 def _parse_entry(
-    name: str, entry: Any, env: Mapping[str, str]
+    name: str, entry: Any, env: Mapping[str, str] | None
 ) -> tuple[McpServerSettings | None, str]:
     if not name.strip():
         return None, "the server name is empty"
@@ -133,7 +137,9 @@ def _parse_entry(
         return None, '"type": "stdio" needs a "command"'
     missing: list[str] = []
     fields = {
-        key: expand_variables(entry[key], env, missing) for key in _ENTRY_KEYS if key in entry
+        key: entry[key] if env is None else expand_variables(entry[key], env, missing)
+        for key in _ENTRY_KEYS
+        if key in entry
     }
     if missing:
         names = ", ".join(dict.fromkeys(missing))

@@ -3,8 +3,8 @@
 Stdio servers are spawned here rather than through the SDK's ``stdio_client``: the exit code
 and the moment of death are what a call's race needs, and that transport does not expose its
 process. The framing is the SDK's own (``jsonrpc_message_adapter``, ``SessionMessage``).
-Each server runs in its own process group, its stderr goes to its ``ServerLog``, and stopping
-it takes the whole group down.
+Each server runs in its own process group, its stderr goes (redacted) to its ``ServerLog``,
+and stopping it takes the whole group down.
 """
 
 from __future__ import annotations
@@ -47,11 +47,26 @@ class _ServerProtocol(asyncio.subprocess.SubprocessStreamProtocol):
     """
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, on_exit: Callable[[int | None], None]
+        self,
+        loop: asyncio.AbstractEventLoop,
+        on_exit: Callable[[int | None], None],
+        on_stderr: Callable[[bytes], None],
     ) -> None:
         super().__init__(limit=STDOUT_LINE_LIMIT, loop=loop)
         self._on_exit = on_exit
+        self._on_stderr = on_stderr
         self._exit_transport: asyncio.BaseTransport | None = None
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        if fd == 2:  # the server's stderr: to its log, through the redactor
+            self._on_stderr(data if isinstance(data, bytes) else data.encode())
+            return
+        super().pipe_data_received(fd, data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 2:
+            self._on_stderr(b"")  # the end of stderr: the log holds all of it now
+        super().pipe_connection_lost(fd, exc)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -126,18 +141,20 @@ class StdioServer:
                     "given); check `command` in its settings"
                 )
             argv = await self._confine([found, *settings.args], str(cwd))
-        log = await asyncio.to_thread(self._log.open_for_child, header)
+        await asyncio.to_thread(self._log.start, header)
+        started = False
         try:
             transport, protocol = await loop.subprocess_exec(
-                lambda: _ServerProtocol(loop, self._on_process_exit),
+                lambda: _ServerProtocol(loop, self._on_process_exit, self._log.stderr),
                 *argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
-                stderr=log,
+                stderr=asyncio.subprocess.PIPE,
                 env=env,
                 cwd=cwd,
                 start_new_session=True,
             )
+            started = True
         except FileNotFoundError:
             raise StartupFailed(
                 f"command `{command}` was not found (not a file, and not on the PATH it was "
@@ -148,7 +165,8 @@ class StdioServer:
         except (OSError, ValueError) as exc:
             raise StartupFailed(f"command `{command}` could not be started: {exc}") from None
         finally:
-            log.close()  # the child holds its own descriptor
+            if not started:
+                self._log.close()  # nothing more will be written
         process = asyncio.subprocess.Process(transport, protocol, loop)
         self.pid = process.pid
         read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -261,6 +279,7 @@ class StdioServer:
         # Whatever the server left behind in its group (a child it spawned) is ours to end.
         self.signal_group(signal.SIGKILL)
         transport.close()
+        self._log.close()
 
     async def _wait_exit(self, timeout: float) -> bool:
         try:
