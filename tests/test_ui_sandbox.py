@@ -13,14 +13,13 @@ import pytest
 
 from tests.sandbox_support import SKIP_REASON, bwrap_works
 from tests.scripted_server import ScriptedServer
-from tests.test_ui_app import app_for, send, shell_step, turn_done, until
+from tests.test_ui_app import app_for, approval_ready, send, shell_step, turn_done
 from tui.config import load_settings
 from tui.exec.local import LocalBackend
 from tui.exec.sandbox import sandbox as sandbox_module
 from tui.exec.sandbox.sandbox import Sandbox
 from tui.security.secrets import SECRET_PATHS
 from tui.session import AgentSession
-from tui.ui.approval.modal import ApprovalScreen
 from tui.wiring import build_session
 
 pytestmark = [
@@ -88,9 +87,7 @@ async def test_an_auto_approve_window_never_answers_going_outside(
             await send(pilot, app, "/approve 10m")
             assert app.auto_approve.active
             await send(pilot, app, "touch outside")
-            await until(pilot, lambda: isinstance(app.screen, ApprovalScreen), "the question")
-            screen = app.screen
-            assert isinstance(screen, ApprovalScreen)
+            screen = await approval_ready(pilot, app)
             assert screen.request.outside
             shown = " ".join(str(w.render()) for w in screen.query("Static"))
             assert "runs OUTSIDE the sandbox" in shown
