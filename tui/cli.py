@@ -193,7 +193,8 @@ def trust_command(workspace: Path, *, revoke: bool) -> int:
 
 
 async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -> int:
-    from tui.agent.transcript import SessionNotFound
+    from tui.agent.record_file import SessionBusy
+    from tui.agent.transcript import SessionNotFound, TranscriptError
     from tui.config import ConfigError
     from tui.events import Notice
     from tui.exec.backend import BackendError
@@ -231,6 +232,9 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
     except (SessionNotFound, JsonSchemaError) as error:
         await target.backend.close()
         return fail(error.msg, EXIT_USAGE)
+    except (SessionBusy, TranscriptError) as error:
+        await target.backend.close()
+        return fail(error.msg, EXIT_FAILED)
     if loaded.trust.pending:
         print(f"agent-tui: {loaded.trust.summary()}", file=sys.stderr)
     printer = HeadlessPrinter(args.output_format)
@@ -255,13 +259,20 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
             assert session.loop is not None
             session.loop.cancel()
 
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(signum, on_signal)
         await session.start_extensions()
         outcome = await session.submit(prompt)
         printer.finish(describe_outcome(outcome, session))
     finally:
         await session.aclose()
+    if session.transcript.unsaved:
+        transcript = session.transcript
+        return fail(
+            f"the session file {transcript.path} is missing {transcript.unsaved} record(s): "
+            f"they could not be written ({transcript.problem}); resuming it continues from "
+            "the last one saved"
+        )
     if outcome.reason == "completed":
         return EXIT_OK
     if outcome.reason == "max_turns":
@@ -361,7 +372,8 @@ class AppSessions:
             await asyncio.to_thread(trust_workspace, loaded)
             loaded = await asyncio.to_thread(self._load)
         self.loaded = loaded
-        from tui.agent.transcript import SessionNotFound
+        from tui.agent.record_file import SessionBusy
+        from tui.agent.transcript import SessionNotFound, TranscriptError
         from tui.exec.backend import BackendError
         from tui.targets import TargetChoice, open_target
         from tui.tools.structured_output import JsonSchemaError
@@ -391,6 +403,9 @@ class AppSessions:
         except (SessionNotFound, JsonSchemaError) as error:
             await target.backend.close()
             raise StartupError(error.msg) from None
+        except (SessionBusy, TranscriptError) as error:
+            await target.backend.close()
+            raise StartupError(error.msg, exit_code=1) from None
         # Published before the app listened: shown when the session is attached.
         session.warnings.extend(target.notices)
         if loaded.trust.pending:

@@ -438,6 +438,16 @@ class AgentLoop:
         return completed
 
     async def _run_tools(self, calls: list[ToolCall]) -> None:
+        saved: dict[int, Message] = {}
+        """Results already in the transcript, by ``id(call)``: each was saved as it ended."""
+
+        def record(call: ToolCall, result: ToolResult) -> None:
+            if self.on_message is None:
+                return
+            message = _result_message(call, result)
+            saved[id(call)] = message
+            self.on_message(message)
+
         runner = CallRunner(
             self.registry,
             self.backend,
@@ -446,6 +456,7 @@ class AgentLoop:
             self.emit,
             self._cancel,
             self.loop_id,
+            record=record if self.on_message is not None else None,
         )
         executor = ToolExecutor(
             self.settings.plan,
@@ -459,10 +470,12 @@ class AgentLoop:
             steered=lambda: self.steering_pending,
             cancelled=self._cancel.is_set,
         )
+        self.registry.loops.begin_decision()  # the calls of one answer are one decision
         finished: dict[int, ToolResult] = {}
         try:
             results = await executor.run(calls, finished)
         except BaseException:
+            self.registry.loops.end_decision()
             # The task running this loop was cancelled from outside (not via ``cancel``) or
             # something broke: the calls are already in the conversation, and a request with
             # an unanswered call is rejected, so each one still gets exactly one result.
@@ -470,9 +483,10 @@ class AgentLoop:
                 finished[index] if index in finished else self._interrupted(call)
                 for index, call in enumerate(calls)
             ]
-            self._record_results(calls, results)
+            self._record_results(calls, results, saved)
             raise
-        self._record_results(calls, results)
+        self.registry.loops.end_decision()
+        self._record_results(calls, results, saved)
 
     def _interrupted(self, call: ToolCall) -> ToolResult:
         result = ToolResult.error(
@@ -483,22 +497,21 @@ class AgentLoop:
         self._emit_unrun(call, result)
         return result
 
-    def _record_results(self, calls: list[ToolCall], results: list[ToolResult]) -> None:
+    def _record_results(
+        self, calls: list[ToolCall], results: list[ToolResult], saved: dict[int, Message]
+    ) -> None:
+        """The results join the conversation in call order; those not saved as they ended
+        (skipped, interrupted) are saved now."""
         for call, result in zip(calls, results, strict=True):
             if not result.is_error and STRUCTURED_OUTPUT_KEY in result.details:
                 self._structured.append(result.details[STRUCTURED_OUTPUT_KEY])
             if result.details.get("skipped"):
                 self._emit_unrun(call, result)
-            self._append(
-                Message(
-                    role="tool",
-                    content=envelope(result.text),
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    is_error=result.is_error,
-                    images=[ImagePart(i.data, i.mime_type) for i in result.images],
-                )
-            )
+            message = saved.get(id(call))
+            if message is not None:
+                self.messages.append(message)
+            else:
+                self._append(_result_message(call, result))
 
     def _emit_unrun(self, call: ToolCall, result: ToolResult) -> None:
         """Close a call that never reached the registry (skipped by steering or cancel,
@@ -513,6 +526,17 @@ class AgentLoop:
                 summary=result.text.split("\n", 1)[0][:200],
             )
         )
+
+
+def _result_message(call: ToolCall, result: ToolResult) -> Message:
+    return Message(
+        role="tool",
+        content=envelope(result.text),
+        tool_call_id=call.id,
+        tool_name=call.name,
+        is_error=result.is_error,
+        images=[ImagePart(i.data, i.mime_type) for i in result.images],
+    )
 
 
 def _widen(into: dict[str, int], usage: UsageReport) -> None:
