@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import make_harness
 from tests.test_headless_cli import (
     Cli,
     ServerProcess,
@@ -32,6 +33,8 @@ from tui.agent.history import UNKNOWN_OUTCOME, prepare_resume
 from tui.agent.providers.base import Message, ToolCall
 from tui.agent.record_file import RecordFile, SessionBusy
 from tui.agent.transcript import SessionStore, read_records
+from tui.events import ToolCallCompleted
+from tui.spill import SPILL
 
 __all__ = ["cli", "model_server"]  # fixtures, used by name
 
@@ -314,3 +317,21 @@ def test_resume_puts_results_in_call_order_once_each_with_unique_ids() -> None:
     assert [m.tool_call_id for m in sent if m.role == "tool"] == ids
     assert UNKNOWN_OUTCOME in sent[7].content and sent[8].content == "ok"
     assert sent[-1].content == "second call_0"
+
+
+async def test_a_saved_output_cut_by_a_full_disk_is_reported_cut(
+    small_disk: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_TUI_DATA_DIR", str(small_disk))
+    h = make_harness(workspace)
+    filler = fill(small_disk, 16 * 1024)
+    result = await h.call("run_shell", {"command": "seq 1 50000"})
+    done = [e for e in h.events if isinstance(e, ToolCallCompleted)][-1]
+    assert "that file is incomplete" in result.text
+    assert "writing it failed (No space left on device)" in result.text
+    assert any("is incomplete" in note for note in done.cut_notes)
+    saved = Path(str(done.full_output_path))
+    filler.unlink()
+    assert SPILL.flush()
+    held = saved.read_text()
+    assert len(held) < 288_894  # seq 1 50000 is 288,894 characters
