@@ -27,6 +27,10 @@ gets the text ``(script exhausted)``. A step is one of:
 - ``{"stream_error": {"type": "overloaded_error", "message": "Overloaded"}, "after_events": 1}``:
   an error event inside a 200 stream.
 
+- ``{"fault": "mid_tool_call", ...answer}``: that answer's stream broken one of the ways
+  listed in ``tests/scripted_faults.py`` (drops, an overload event, a close with no length,
+  a malformed line, a stall, keep-alives only).
+
 Options on answers: ``cut_after_events: N`` (send N events, then close the socket with the body
 unfinished; with ``"end_body": true`` finish the HTTP body cleanly but still without the end
 marker) and ``delay_between_events`` (seconds).
@@ -65,6 +69,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.scripted_faults import play_fault
 from tests.scripted_responses import response_object, responses_error_event, responses_events
 from tests.scripted_windows import refusal
 
@@ -524,6 +529,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         prefix = {"openai": "chatcmpl-scripted", "responses": "resp_scripted"}
         response_id = scripted.new_id(prefix.get(api, "msg_scripted"))
+        if "fault" in step:  # a stream broken one of the ways in tests/scripted_faults.py
+            events = self._events(api, step, model, response_id, request)
+            play_fault(self, api, str(step["fault"]), events)
+            return
         if "stream_error" in step:
             events = self._events(api, {"text": "partial answer"}, model, response_id, request)
             events = events[: int(step.get("after_events") or 0)]

@@ -88,6 +88,8 @@ def build_session(
                 api=settings.provider.api,
                 thinking_budget=settings.provider.thinking_budget,
                 reasoning_effort=settings.provider.reasoning_effort,
+                idle_timeout=settings.provider.idle_timeout,
+                deadline=settings.provider.request_timeout,
             )
         except ProviderError as error:
             provider_error = error.msg

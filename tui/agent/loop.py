@@ -26,6 +26,7 @@ from tui.agent.providers.base import (
     Message,
     Provider,
     ProviderError,
+    Retrying,
     TextDelta,
     ToolCall,
     UsageReport,
@@ -382,6 +383,9 @@ class AgentLoop:
                     # Keep reading to the generator's end rather than returning here: closing
                     # it early would drop the HTTP connection instead of reusing it.
                     completed = event
+                elif isinstance(event, Retrying):
+                    self._retrying(event, "".join(text_parts))
+                    text_parts = []
         except asyncio.CancelledError:
             partial = "".join(text_parts)
             if partial:
@@ -402,6 +406,15 @@ class AgentLoop:
         finished = self._finish_message(completed)
         self.context.meter.measured(_prompt_tokens(measured), self.messages)
         return finished
+
+    def _retrying(self, event: Retrying, partial: str) -> None:
+        """Say the request goes again, and close a half-shown answer it replaces (the model
+        starts over, and nothing of the failed attempt joins the conversation)."""
+        if event.discard and partial:
+            mark = "\n[cut off: asking again]"
+            self.emit(AssistantTextDelta(text=mark))  # onto the half-shown text itself
+            self.emit(AssistantMessage(text=partial + mark))
+        self.emit(Notice(message=event.describe(), level="warning"))
 
     def _add_usage(self, usage: UsageReport) -> None:
         self.usage.add(usage)

@@ -182,6 +182,7 @@ _NEUTRAL = {
     ("provider", "stream"),
     ("provider", "max_tokens"),
     ("provider", "request_timeout"),
+    ("provider", "idle_timeout"),
     ("agent",),
     ("approval", "timeout"),
     ("tmux", "max_sessions"),
