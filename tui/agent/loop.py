@@ -48,6 +48,7 @@ from tui.events import (
 from tui.exec.backend import ExecutionBackend
 from tui.safe_text import clean
 from tui.security.policy import SecurityPolicy
+from tui.security.risk.warm import warm as warm_rater
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult
 from tui.tools.structured_output import STRUCTURED_OUTPUT_KEY
@@ -127,6 +128,7 @@ class AgentLoop:
         self.cost_usd: float | None = None
         """What this loop's requests cost so far; ``None`` while no response had a price."""
         self._prices: asyncio.Future[None] | None = None
+        self._rater: asyncio.Future[None] | None = None
         self._steering: collections.deque[str] = collections.deque()
         self._cancel = asyncio.Event()
         self._stream_task: asyncio.Task[Any] | None = None
@@ -359,6 +361,8 @@ class AgentLoop:
         return self._definitions[1]
 
     async def _stream(self) -> Completed | None:
+        if self._rater is None:  # the request goes out now: load the rater while it is out
+            self._rater = asyncio.ensure_future(asyncio.to_thread(warm_rater))
         tools = self._tool_definitions()
         text_parts: list[str] = []
         completed: Completed | None = None
