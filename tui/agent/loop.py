@@ -33,6 +33,7 @@ from tui.agent.providers.base import (
 )
 from tui.agent.providers.context_errors import ContextLengthExceeded, from_error
 from tui.agent.tool_call import CallRunner
+from tui.errors import LimitReached
 from tui.events import (
     AssistantMessage,
     AssistantTextDelta,
@@ -89,6 +90,8 @@ class TurnOutcome:
     usage: UsageReport = field(default_factory=UsageReport)
     structured_output: Any = None
     """The accepted ``structured_output`` answer, when the run required one."""
+    limits: list[str] = field(default_factory=list)
+    """Calls a limit refused this turn (``LimitReached``): work that did not happen."""
 
 
 class AgentLoop:
@@ -134,6 +137,7 @@ class AgentLoop:
         self._stream_task: asyncio.Task[Any] | None = None
         self._definitions: tuple[tuple[Any, ...], list[dict[str, Any]]] | None = None
         self._structured: list[Any] = []
+        self._limits: list[str] = []
         self.running = False
         self.idle = asyncio.Event()
         """Set while no turn runs (what a scheduled prompt waits for)."""
@@ -177,8 +181,10 @@ class AgentLoop:
         self._cancel = asyncio.Event()
         self.emit(UserMessage(text=prompt))
         self._append(Message(role="user", content=prompt, images=list(images or [])))
+        self._limits = []
         try:
             outcome = await self._run()
+            outcome.limits = list(self._limits)
         finally:
             self.running = False
             self.idle.set()
@@ -529,6 +535,15 @@ class AgentLoop:
                 self.messages.append(message)
             else:
                 self._append(_result_message(call, result))
+            if result.details.get("error_type") == LimitReached.__name__:
+                self._limited(call, result)
+
+    def _limited(self, call: ToolCall, result: ToolResult) -> None:
+        """A limit stopped work: the model read why in the result; the person is told as an
+        error, and the turn remembers it (a headless run then does not exit 0)."""
+        reason = result.text.removeprefix(f"Error ({LimitReached.__name__}): ")
+        self._limits.append(f"{call.name}: {reason}")
+        self.emit(ErrorEvent(title=LimitReached.title, message=f"{call.name} refused: {reason}"))
 
     def _emit_unrun(self, call: ToolCall, result: ToolResult) -> None:
         """Close a call that never reached the registry (skipped by steering or cancel,

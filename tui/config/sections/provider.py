@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr, model_validator
 
-from tui.config.sections import SECTION
+from tui.config.sections import SECTION, HttpUrl
 
 ProviderName = Literal["openai", "openai-responses", "anthropic"]
 
@@ -35,7 +35,7 @@ class ProviderSettings(BaseModel):
     """For ``openai``: ``responses`` talks to the Responses API (as ``openai-responses``)."""
     model: str | None = None
     """The model id; left unset it follows ``name`` (gpt-4.1 / claude-sonnet-4-5)."""
-    base_url: str | None = None
+    base_url: HttpUrl | None = None
     """An OpenAI- or Anthropic-compatible endpoint (a proxy, a local server)."""
     api_key: SecretStr | None = None
     """Discouraged: prefer OPENAI_API_KEY / ANTHROPIC_API_KEY in the environment, which never
