@@ -42,7 +42,8 @@ sends (``window_error``: ``auto`` is the endpoint's own API; also ``responses`` 
 their prompt usage. The Responses API refuses a streamed request in its stream, with a
 ``response.failed`` event (``error.code = "context_length_exceeded"``), as OpenAI does.
 ``summary_text``: a request without tools (a compaction's summary request) gets this text,
-also without consuming a step; ``summary_requests`` counts them.
+also without consuming a step; ``summary_requests`` counts them. ``summary_status``: such a
+request fails with this HTTP status instead (summaries that never work).
 
 In-process: ``with ScriptedServer([...]) as server:`` then ``server.base_url``,
 ``server.requests``. As a subprocess:
@@ -463,8 +464,11 @@ class _Handler(BaseHTTPRequestHandler):
         if window is not None and tokens > window:
             self._refuse(api, request, tokens, window)
             return
-        if scripted.summary_text is not None and not request.get("tools"):
-            step: Step = {"text": scripted.summary_text}
+        if scripted.summary_status is not None and not request.get("tools"):
+            step: Step = {"status": scripted.summary_status, "message": "summaries are down"}
+            scripted.note_summary()
+        elif scripted.summary_text is not None and not request.get("tools"):
+            step = {"text": scripted.summary_text}
             scripted.note_summary()
         else:
             step = scripted.next_step()
@@ -684,12 +688,14 @@ class ScriptedServer:
         window_tokens: int | None = None,
         window_error: str = "auto",
         summary_text: str | None = None,
+        summary_status: int | None = None,
         record_bodies: bool = True,
     ) -> None:
         self._steps: list[Step] = list(script or [])
         self.window_tokens = window_tokens
         self.window_error = window_error
         self.summary_text = summary_text
+        self.summary_status = summary_status
         self.record_bodies = record_bodies
         self._last_raw = b""
         """False keeps only each body's size and whether it had tools (long benchmarks)."""
