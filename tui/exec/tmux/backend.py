@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from tui.exec.backend import BackendError, ChunkSink, ExecResult, ExecutionBackend
 from tui.exec.local import LocalBackend
-from tui.exec.tmux import lifecycle
+from tui.exec.tmux import lifecycle, teardown
 from tui.exec.tmux.clients import ClientPool
 from tui.exec.tmux.feed import PaneFeed
 from tui.exec.tmux.guard import check_shared_shell
@@ -65,6 +65,8 @@ class TmuxBackend(ExecutionBackend):
         own_session: The session is this instance's own: ``close`` kills it (and the
             sessions the tools created) unless it is kept.
         keep_session: Mark the session kept from the start (``[tmux] keep_session``).
+        take_turns: The server is shared by instances (a fixed ``[tmux] session``): attach
+            and create holding its start lock (``start_lock``).
     """
 
     SUPPORTS_TMUX = True
@@ -89,6 +91,7 @@ class TmuxBackend(ExecutionBackend):
         workspace: str | None = None,
         own_session: bool = False,
         keep_session: bool = False,
+        take_turns: bool = False,
     ) -> None:
         if not host.SUPPORTS_SPAWN:
             raise BackendError(f"{host.actor} cannot host tmux: it cannot start processes")
@@ -109,6 +112,7 @@ class TmuxBackend(ExecutionBackend):
         self.workspace = workspace
         self.own_session = own_session
         self.keep_session = keep_session
+        self.take_turns = take_turns
         self._notices: list[str] = []
         """Notices from calls that return none (send_keys, list_…): the next run or capture
         reports them, so a recreated pane is never silent."""
@@ -125,6 +129,7 @@ class TmuxBackend(ExecutionBackend):
             default_cwd=default_cwd,
             on_output=self._feed.on_output,
             on_notification=self._on_notification,
+            take_turns=take_turns,
         )
         setup = PaneSetup(
             self._clients,
@@ -450,12 +455,16 @@ class TmuxBackend(ExecutionBackend):
         self._panes.stop_checking()
         if self.own_session and self._shared.started_once:
             try:
-                await lifecycle.end_sessions(
-                    self.place,
-                    self.owner,
-                    [self.default_session, *sorted(self.created_sessions)],
-                    client=self._clients.known(self.default_session),
+                ending = await lifecycle.ending_sessions(
+                    self.place, self.owner, [self.default_session, *sorted(self.created_sessions)]
                 )
+                # First whatever runs in their panes, detached jobs too: they outlive a kill.
+                await teardown.stop_panes(self.place, ending)
+                await lifecycle.kill_sessions(
+                    self.place, ending, client=self._clients.known(self.default_session)
+                )
+                if ending and not self.take_turns:  # a server of its own: nothing else there
+                    await teardown.forget_server(self.place)
             except (BackendError, OSError) as error:
                 log.warning("could not close tmux session %s: %s", self.default_session, error)
         await self._clients.close()
