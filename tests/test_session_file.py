@@ -11,7 +11,7 @@ import os
 import random
 import re
 import subprocess
-import time
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from tests.test_headless_cli import (
 from tests.test_loop import answer, check_request, result_text, shell, tools_step, wire_results
 from tui.agent.history import UNKNOWN_OUTCOME, prepare_resume
 from tui.agent.providers.base import Message, ToolCall
-from tui.agent.record_file import RecordFile, SessionBusy
+from tui.agent.record_file import RecordFile
 from tui.agent.transcript import SessionStore, read_records
 from tui.events import ToolCallCompleted
 from tui.spill import SPILL
@@ -75,26 +75,44 @@ def transcript_of(cli: Cli) -> Path:
     return path
 
 
+_MEASURE = """
+import json, os, subprocess, sys, time
+started = time.perf_counter()
+out, err = open(sys.argv[1] + ".out", "w"), open(sys.argv[1] + ".err", "w")
+child = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+_, status, usage = os.wait4(child.pid, 0)
+figures = {"code": os.waitstatus_to_exitcode(status), "wall": time.perf_counter() - started}
+figures.update(cpu=usage.ru_utime + usage.ru_stime, peak=usage.ru_maxrss * 1024)
+print(json.dumps(figures))
+"""
+
+
 def measured_run(cli: Cli, *args: str, tmp: Path) -> tuple[int, str, str, float, float, int]:
     """Run ``agent-tui ARGS`` to its end: (exit code, stdout, stderr, wall s, CPU s, peak RSS
-    bytes) of that one process, from ``wait4`` on it (no other process counts)."""
-    out, err = tmp / "stdout", tmp / "stderr"
-    with out.open("w") as stdout, err.open("w") as stderr:
-        started = time.perf_counter()
-        process = subprocess.Popen(
-            cli.command(*args),
-            cwd=cli.workspace,
-            env=cli.env,
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,
-        )
-        _, status, usage = os.wait4(process.pid, 0)
-        wall = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
-    cpu = usage.ru_utime + usage.ru_stime
-    return process.returncode, out.read_text(), err.read_text(), wall, cpu, usage.ru_maxrss * 1024
+    bytes) of that one process, from ``wait4`` on it.
+
+    Started by a small helper process: Linux carries the peak RSS of the process that forks
+    over into the child's ``ru_maxrss`` at exec, so a child of the (large) test process would
+    report the test process's size, not its own.
+    """
+    out = tmp / "measured"
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(out), *cli.command(*args)],
+        cwd=cli.workspace,
+        env=cli.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    figures = json.loads(done.stdout)
+    return (
+        figures["code"],
+        Path(f"{out}.out").read_text(),
+        Path(f"{out}.err").read_text(),
+        figures["wall"],
+        figures["cpu"],
+        figures["peak"],
+    )
 
 
 # -- the file is bounded by what the model saw ----------------------------------------------------
@@ -161,14 +179,39 @@ def test_a_full_disk_leaves_whole_records_and_the_backlog_catches_up(small_disk:
 
 
 def test_a_session_is_held_by_one_process(tmp_path: Path) -> None:
+    """Another process is refused (naming this one); this process may hand the open file to a
+    new session object (``/trust`` restarts the same conversation), and the old one stops."""
     store = SessionStore()
     first = store.create(tmp_path, "openai", "m")
-    with pytest.raises(SessionBusy) as refused:
-        store.open(first.id)
-    assert f"is open in another agent-tui (pid {os.getpid()})" in refused.value.msg
-    first.close()
+    other = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from tui.agent.transcript import SessionStore\n"
+            "from tui.agent.record_file import SessionBusy\n"
+            "try:\n"
+            f"    SessionStore().open({first.id!r})\n"
+            "except SessionBusy as error:\n"
+            "    print(error.msg)\n",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+        env={**os.environ},
+    )
+    assert f"is open in another agent-tui (pid {os.getpid()})" in other.stdout, other.stderr
+    second = store.open(first.id)
+    assert first.closed and not second.closed
+    second.append_message(Message(role="user", content="after the hand-over"))
+    first.close()  # closing the old object leaves the file to the new one
+    second.append_message(Message(role="user", content="still writing"))
+    second.close()
     with store.open(first.id) as again:  # released at close (and by the kernel at death)
         assert not again.closed
+    contents = [m.content for m in read_records(first.path).messages]
+    assert contents == ["after the hand-over", "still writing"]
 
 
 # -- a data folder on a disk filled at random points ------------------------------------------

@@ -50,10 +50,11 @@ class SpillWriter:
     """
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[tuple[str, Path, str] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[str, Path, str] | threading.Event] = (
+            queue.SimpleQueue()
+        )
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._markers: list[threading.Event] = []
         self._failed: dict[Path, str] = {}
 
     def _ensure(self) -> None:
@@ -86,29 +87,28 @@ class SpillWriter:
             return self._failed.get(path)
 
     def flush(self, timeout: float = 5.0) -> bool:
-        """Wait until everything queued so far is on disk (tests, the pager, exit)."""
+        """Wait until everything queued so far is on disk (tests, the pager, exit).
+
+        The marker travels in the queue itself: it is set only once every write queued
+        before it is done, whoever else flushes meanwhile (parallel calls each flush)."""
         if self._thread is None:
             return True
         marker = threading.Event()
-        with self._lock:
-            self._markers.append(marker)
-        self._queue.put(None)
+        self._queue.put(marker)
+        self._ensure()
         return marker.wait(timeout)
 
     def _run(self) -> None:
         files: dict[Path, IO[str]] = {}
         while True:
             item = self._queue.get()
-            if item is None:
+            if isinstance(item, threading.Event):
                 for path, open_file in list(files.items()):
                     try:
                         open_file.flush()
                     except OSError as error:
                         self._fail(files, path, error)
-                with self._lock:
-                    markers, self._markers = self._markers, []
-                for marker in markers:
-                    marker.set()
+                item.set()
                 continue
             op, path, text = item
             try:
@@ -130,6 +130,8 @@ class SpillWriter:
                 handle.write(text)
             except OSError as error:
                 self._fail(files, path, error)
+            except Exception as error:  # never let the one writer thread die with its queue
+                self._fail(files, path, OSError(0, f"{type(error).__name__}: {error}"))
 
     def _evict(self, files: dict[Path, IO[str]], path: Path) -> None:
         try:

@@ -105,6 +105,12 @@ def _encode(record: Mapping[str, Any]) -> bytes:
 # --------------------------------------------------------------------------- transcript
 
 
+_HELD: dict[Path, Transcript] = {}
+"""The transcript of each session file this process has open: another process is refused
+the file (its lock), but this one may hand it to a new session object (``/trust`` restarts
+the same conversation), and then the old object writes no more."""
+
+
 class Transcript:
     """One open session file. Each append is written before it returns, or waits in order
     for a disk with room (``tui.agent.record_file``); the file is locked while open."""
@@ -114,10 +120,17 @@ class Transcript:
         self.header = dict(header)
         self.id: str = str(header["id"])
         self._file = file
+        self._handed_over = False
+        _HELD[path] = self
 
     @property
     def closed(self) -> bool:
-        return self._file.closed
+        return self._handed_over or self._file.closed
+
+    def _hand_over(self) -> RecordFile:
+        """Give the open file to a new session object of this process; this one is done."""
+        self._handed_over = True
+        return self._file
 
     @property
     def unsaved(self) -> int:
@@ -149,12 +162,16 @@ class Transcript:
         self._write({"type": "compaction", "messages": [message_to_json(m) for m in messages]})
 
     def _write(self, record: Mapping[str, Any], *, droppable: bool = False) -> None:
-        if self._file.closed:
+        if self.closed:
             raise TranscriptError(f"transcript {self.id} is closed; nothing more can be recorded")
         self._file.append(_encode(record), droppable=droppable)
 
     def close(self) -> bool:
         """Close (and unlock); False when records could not be written (the disk is full)."""
+        if self._handed_over:
+            return True  # the file lives on in the session it was handed to
+        if _HELD.get(self.path) is self:
+            del _HELD[self.path]
         return self._file.close()
 
     async def aclose(self) -> None:
@@ -370,6 +387,9 @@ class SessionStore:
         """
         path = self.find(session_id)
         header = _read_header(path)
+        held = _HELD.get(path)
+        if held is not None and not held.closed:
+            return Transcript(path, header, held._hand_over())
         try:
             file = RecordFile.open(path, create=False)
         except OSError as error:

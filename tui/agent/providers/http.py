@@ -44,6 +44,9 @@ class HttpProvider(Provider):
     ) -> None:
         """``timeout``: httpx's own (None: from ``idle_timeout``); ``idle_timeout`` and
         ``deadline`` bound waits and retries (``RetryPolicy``)."""
+        if not stream:
+            # Nothing comes back before the whole answer: only the deadline can bound it.
+            idle_timeout = max(idle_timeout, deadline)
         if timeout is None:
             timeout = httpx.Timeout(connect=15.0, read=idle_timeout, write=60.0, pool=30.0)
         self.model = model

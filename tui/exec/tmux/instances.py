@@ -32,7 +32,7 @@ from tui.exec.backend import ExecutionBackend
 from tui.exec.local import LocalBackend
 from tui.exec.tmux.lifecycle import Choice, Place, ServerSession, list_server
 from tui.exec.tmux.naming import fresh_session_name, instance_id
-from tui.exec.tmux.teardown import forget_server, kill, stop_panes
+from tui.exec.tmux.teardown import kill, remove_if_dead, stop_panes
 
 
 @dataclass
@@ -92,7 +92,7 @@ async def survey(host: ExecutionBackend, base: str, env: Mapping[str, str] | Non
         place = Place(host, socket_name, env=env)
         sessions = await list_server(place)
         if not sessions and socket_name != base:
-            await forget_server(place)  # its server is gone; tmux leaves the file behind
+            await remove_if_dead(place)  # tmux leaves the file of a server that ended
             continue
         servers.append(Server(socket_name, sessions))
     return servers

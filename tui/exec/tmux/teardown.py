@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import shlex
+import socket
 
 from tui.exec import procs
 from tui.exec.backend import ExecutionBackend
@@ -103,4 +104,30 @@ async def forget_server(place: Place) -> None:
     await place.host.run(f"rm -f {folder}/{shlex.quote(place.socket_name)}", timeout=30)
 
 
-__all__ = ["forget_server", "kill", "remove_stale", "stop_panes"]
+async def remove_if_dead(place: Place) -> None:
+    """The socket file of a server that no longer answers; never that of one that is up (an
+    instance starting this very moment has a server with no session yet)."""
+    if place.local:
+        if await asyncio.to_thread(_refused, place.socket_path()):
+            remove_stale(place)
+        return
+    folder = '"${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)"'
+    check = shlex.join(place.argv("server-info"))
+    await place.host.run(
+        f"{check} >/dev/null 2>&1 || rm -f {folder}/{shlex.quote(place.socket_name)}",
+        timeout=30,
+    )
+
+
+def _refused(path: str) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(path)
+        except (ConnectionRefusedError, FileNotFoundError):
+            return True
+        except OSError:
+            return False
+    return False
+
+
+__all__ = ["forget_server", "kill", "remove_if_dead", "remove_stale", "stop_panes"]
