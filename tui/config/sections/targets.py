@@ -18,7 +18,8 @@ class TmuxSettings(BaseModel):
     model_config = SECTION
 
     socket_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+$")
-    """A private tmux socket (``tmux -L``); unset uses a per-user agent-tui socket."""
+    """The base of agent-tui's tmux sockets (``tmux -L``; unset: ``agent-tui``): each instance
+    runs its own server on ``<base>-<id>``, and a fixed ``session`` lives on the base one."""
     session: str | None = Field(default=None, pattern=r"[A-Za-z0-9_-]")
     """A fixed session name, shared by every instance that uses it; unset gives each app
     instance and headless run its own session, named after the workspace (``atui-NAME-ID``)."""
