@@ -27,6 +27,10 @@ gets the text ``(script exhausted)``. A step is one of:
 - ``{"stream_error": {"type": "overloaded_error", "message": "Overloaded"}, "after_events": 1}``:
   an error event inside a 200 stream.
 
+- ``{"fault": "mid_tool_call", ...answer}``: that answer's stream broken one of the ways
+  listed in ``tests/scripted_faults.py`` (drops, an overload event, a close with no length,
+  a malformed line, a stall, keep-alives only).
+
 Options on answers: ``cut_after_events: N`` (send N events, then close the socket with the body
 unfinished; with ``"end_body": true`` finish the HTTP body cleanly but still without the end
 marker) and ``delay_between_events`` (seconds).
@@ -38,7 +42,8 @@ sends (``window_error``: ``auto`` is the endpoint's own API; also ``responses`` 
 their prompt usage. The Responses API refuses a streamed request in its stream, with a
 ``response.failed`` event (``error.code = "context_length_exceeded"``), as OpenAI does.
 ``summary_text``: a request without tools (a compaction's summary request) gets this text,
-also without consuming a step; ``summary_requests`` counts them.
+also without consuming a step; ``summary_requests`` counts them. ``summary_status``: such a
+request fails with this HTTP status instead (summaries that never work).
 
 In-process: ``with ScriptedServer([...]) as server:`` then ``server.base_url``,
 ``server.requests``. As a subprocess:
@@ -65,6 +70,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.scripted_faults import play_fault
 from tests.scripted_responses import response_object, responses_error_event, responses_events
 from tests.scripted_windows import refusal
 
@@ -458,8 +464,11 @@ class _Handler(BaseHTTPRequestHandler):
         if window is not None and tokens > window:
             self._refuse(api, request, tokens, window)
             return
-        if scripted.summary_text is not None and not request.get("tools"):
-            step: Step = {"text": scripted.summary_text}
+        if scripted.summary_status is not None and not request.get("tools"):
+            step: Step = {"status": scripted.summary_status, "message": "summaries are down"}
+            scripted.note_summary()
+        elif scripted.summary_text is not None and not request.get("tools"):
+            step = {"text": scripted.summary_text}
             scripted.note_summary()
         else:
             step = scripted.next_step()
@@ -524,6 +533,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         prefix = {"openai": "chatcmpl-scripted", "responses": "resp_scripted"}
         response_id = scripted.new_id(prefix.get(api, "msg_scripted"))
+        if "fault" in step:  # a stream broken one of the ways in tests/scripted_faults.py
+            events = self._events(api, step, model, response_id, request)
+            play_fault(self, api, str(step["fault"]), events)
+            return
         if "stream_error" in step:
             events = self._events(api, {"text": "partial answer"}, model, response_id, request)
             events = events[: int(step.get("after_events") or 0)]
@@ -675,12 +688,14 @@ class ScriptedServer:
         window_tokens: int | None = None,
         window_error: str = "auto",
         summary_text: str | None = None,
+        summary_status: int | None = None,
         record_bodies: bool = True,
     ) -> None:
         self._steps: list[Step] = list(script or [])
         self.window_tokens = window_tokens
         self.window_error = window_error
         self.summary_text = summary_text
+        self.summary_status = summary_status
         self.record_bodies = record_bodies
         self._last_raw = b""
         """False keeps only each body's size and whether it had tools (long benchmarks)."""

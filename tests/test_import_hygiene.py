@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import tui
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def core_modules() -> list[str]:
@@ -54,3 +58,45 @@ def test_the_price_table_loads_only_when_a_price_is_needed() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_rater_loads_while_the_first_request_is_out() -> None:
+    """Not at start-up (building a session must not pay for it), and loaded by the time the
+    first tool call is judged: a fresh interpreter, a real model server that answers the first
+    request with a command after 0.3 s, and a before-tool callback that looks."""
+    code = """
+import asyncio, json, sys
+from pathlib import Path
+import tempfile
+from tests.scripted_server import ScriptedServer
+from tui.config import load_settings
+from tui.wiring import build_session
+
+async def main():
+    workspace = Path(tempfile.mkdtemp())
+    call = {"id": "c1", "name": "run_shell", "arguments": json.dumps({"command": "true"})}
+    with ScriptedServer([
+        {"text": "", "tool_calls": [call], "delay_between_events": 0.05},
+        {"text": "done"},
+    ]) as server:
+        overrides = {"provider": {"name": "openai", "model": "m", "api_key": "k",
+                                  "base_url": server.openai_base_url},
+                     "approval": {"mode": "full-auto"}}
+        session = build_session(workspace, load_settings(workspace, overrides=overrides, env={}))
+        at_start = "tui.security.risk.assess" in sys.modules
+        seen = []
+        from tui.security.risk.warm import is_warm
+        async def look(info):
+            seen.append(is_warm())
+        session.loop.hooks.before_tool.append(look)
+        await session.submit("go")
+        await session.aclose()
+        print(json.dumps({"at_start": at_start, "at_first_call": seen}))
+
+asyncio.run(main())
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen == {"at_start": False, "at_first_call": [True]}, out.stderr[-2000:]

@@ -27,6 +27,7 @@ import pytest
 from tests.test_headless_cli import Cli, ServerProcess, cli, headless, model_server, wait_for
 from tests.test_loop import shell, tools_step
 from tests.test_targets_cli import tool_results
+from tests.tmux_helpers import instance_sockets, kill_server
 from tui.agent.hooks import run_hook_command
 from tui.agent.providers.factory import ENV_VARS, make_provider
 from tui.config.sections.hooks import HookCommand
@@ -158,7 +159,7 @@ def test_a_command_cannot_read_the_key_from_the_agent(
 def tmux_socket() -> Iterator[str]:
     name = f"atui-key-{uuid.uuid4().hex[:8]}"
     yield name
-    subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True, check=False)
+    kill_server(name)  # and the run's own server beside it
 
 
 def tmux(socket: str, *args: str) -> str:
@@ -185,12 +186,14 @@ def test_the_tmux_server_and_its_panes_never_see_the_key(
     server_side: dict[str, Any] = {}
 
     def look_at_the_tmux_server() -> None:
-        # The run's own session (and with it the server) is gone once the run ends.
-        pid = int(tmux(tmux_socket, "display-message", "-p", "#{pid}"))
+        # The run's own session (and with it the server) is gone once the run ends. The run
+        # has a server of its own, beside the base socket.
+        (own,) = [name for name in instance_sockets(tmux_socket) if name != tmux_socket]
+        pid = int(tmux(own, "display-message", "-p", "#{pid}"))
         server_side.update(
             pid=pid,
             environ=environ_of(pid),
-            global_env=tmux(tmux_socket, "show-environment", "-g").encode(),
+            global_env=tmux(own, "show-environment", "-g").encode(),
         )
 
     seen, _ = run_peeking(cli, server, peek, "--tmux", during=look_at_the_tmux_server)

@@ -33,6 +33,7 @@ from tui.agent.hooks import PreToolDecision, ToolCallInfo
 from tui.agent.providers.base import Message
 from tui.config import load_settings
 from tui.events import (
+    AssistantMessage,
     AssistantTextDelta,
     ErrorEvent,
     Event,
@@ -613,20 +614,45 @@ async def test_provider_500_then_success_is_retried(
 
 
 @both_apis
-async def test_stream_cut_midway_ends_the_turn_with_an_error(
+async def test_stream_cut_midway_is_asked_again_in_the_same_turn(
     api: Api, server: ScriptedServer, workspace: Path
 ) -> None:
+    """Nothing ran before the answer was whole: the request goes again, the person sees the
+    half answer closed as cut off and "retrying in N s (reason)", and the conversation gets
+    only the whole answer."""
     server.add(
         {"text": "this answer will be cut off here", "cut_after_events": CUT_MID_ANSWER[api]},
-        answer("next turn works"),
+        answer("the whole answer"),
     )
     async with open_session(api, server, workspace) as (session, rec):
         outcome = await submit(session, "hi")
+        assert outcome.reason == "completed" and outcome.final_text == "the whole answer"
+        assert not rec.of(ErrorEvent)
+        (cut, whole) = rec.of(AssistantMessage)
+        assert cut.text.endswith("[cut off: asking again]") and whole.text == "the whole answer"
+        (notice,) = [n for n in rec.of(Notice) if n.message.startswith("retrying in ")]
+        assert "cut off mid-answer" in notice.message and notice.level == "warning"
+        assert [m.content for m in session.loop.messages if m.role == "assistant"] == [
+            "the whole answer"
+        ]
+    assert len(server.requests) == 2
+    assert body_of(server.requests[0]) == body_of(server.requests[1])
+
+
+@both_apis
+async def test_stream_always_cut_ends_the_turn_with_an_error(
+    api: Api, server: ScriptedServer, workspace: Path
+) -> None:
+    cut = {"text": "this answer will be cut off here", "cut_after_events": CUT_MID_ANSWER[api]}
+    server.add(*[cut] * 4, answer("next turn works"))
+    async with open_session(api, server, workspace) as (session, rec):
+        outcome = await submit(session, "hi")
         assert outcome.reason == "error"
-        assert outcome.error and "cut off" in outcome.error
+        assert outcome.error and "cut off" in outcome.error and "after 4 attempts" in outcome.error
         errors = rec.of(ErrorEvent)
         assert len(errors) == 1 and errors[0].message == outcome.error
         assert rec.of(TurnEnded)[-1].reason == "error"
+        assert len([n for n in rec.of(Notice) if n.message.startswith("retrying in ")]) == 3
         # The session is still usable, and the model sees the partial text was interrupted.
         again = await submit(session, "try again")
     assert again.reason == "completed" and again.final_text == "next turn works"

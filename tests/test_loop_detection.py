@@ -107,3 +107,47 @@ async def test_the_defaults_catch_a_repeat(server: ScriptedServer, workspace: Pa
     async with open_session("openai", server, workspace) as (session, rec):
         await submit(session, "poll")
     assert runs(workspace) < 6 and loop_notices(rec)
+
+
+@both_apis
+async def test_a_batch_of_identical_calls_is_one_decision(
+    api: Api, server: ScriptedServer, workspace: Path
+) -> None:
+    """Five runs of a flaky test sent at once, twice (each batch after seeing the last): two
+    decisions, no loop. None of the ten runs is refused or noted, with the detector at 3."""
+    flaky = "echo ran >> runs.log; echo 'FAILED test_x (flaky)'; exit 1"
+    for batch in range(2):
+        server.add(tools_step(*(shell(f"b{batch}_{i}", flaky) for i in range(5))))
+    server.add(answer("It is flaky."))
+    agent = {"loop_no_progress_repeats": 3, "loop_ping_pong_cycles": 2}
+    async with open_session(api, server, workspace, agent=agent) as (session, rec):
+        outcome = await submit(session, "run the flaky test five times at once")
+    assert outcome.reason == "completed"
+    assert runs(workspace) == 10
+    last = server.requests[-1]
+    for batch in range(2):
+        for i in range(5):
+            text = result_text(last, f"b{batch}_{i}")
+            assert "FAILED test_x" in text and "not run" not in text and "loop" not in text
+    assert not loop_notices(rec)
+
+
+@both_apis
+async def test_a_batch_of_identical_successes_counts_once(
+    api: Api, server: ScriptedServer, workspace: Path
+) -> None:
+    for batch in range(3):
+        server.add(tools_step(*(shell(f"b{batch}_{i}", POLL) for i in range(5))))
+    server.add(answer("done"))
+    agent = {"loop_no_progress_repeats": 3, "loop_ping_pong_cycles": 0}
+    async with open_session(api, server, workspace, agent=agent) as (session, rec):
+        await submit(session, "poll five at once")
+    last = server.requests[-1]
+    assert runs(workspace) == 15  # three decisions: nothing refused
+    assert not any("not run" in result_text(last, f"b{b}_{i}") for b in range(3) for i in range(5))
+    # The third decision completes the no-progress pattern: its result says so, once.
+    noted = [
+        i for i in range(5) if "returned the same output 3 times" in result_text(last, f"b2_{i}")
+    ]
+    assert len(noted) == 1
+    assert len(loop_notices(rec)) == 1

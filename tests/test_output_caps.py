@@ -16,7 +16,7 @@ from tests.scripted_server import ScriptedServer
 from tests.test_ui_app import app_for, send, shell_step, turn_done, until
 from tui.config import load_settings
 from tui.events import ToolCallCompleted, ToolOutputChunk
-from tui.spill import DEFAULT_DISK_CAP, SPILL
+from tui.spill import DEFAULT_DISK_CAP, SPILL, CappedSpill
 from tui.ui.tools.pager import OutputPager
 from tui.wiring import build_session
 
@@ -199,3 +199,32 @@ async def test_tmux_output_past_the_collection_cap_is_saved_whole(
             assert "output kept to its first 200,000 bytes in this result" in result.text
     finally:
         kill_server(socket)
+
+
+async def test_reused_call_ids_never_share_or_grow_a_saved_output(workspace: Path) -> None:
+    """Local servers number calls ``call_0`` every turn: each run's saved output is its own
+    file, as long as what the result says it is, run after run."""
+    h = make_harness(workspace)
+    paths = []
+    for lines in (20_000, 30_000, 20_000):
+        result = await h.call(
+            "run_shell", {"command": f"seq 1 {lines}"}, h.context("run_shell", "call_0")
+        )
+        done = [e for e in h.events if isinstance(e, ToolCallCompleted)][-1]
+        path = Path(str(done.full_output_path))
+        size = sum(len(str(n)) + 1 for n in range(1, lines + 1))
+        assert f"full output ({size} chars) saved to {path}" in result.text
+        assert len(path.read_text()) == size
+        paths.append(path)
+    assert len(set(paths)) == 3
+    assert seq_prefix_ok(paths[0].read_text()) == 20_000  # never appended to
+
+
+def test_a_spill_file_reused_by_name_starts_afresh(tmp_path: Path) -> None:
+    path = tmp_path / "call_0.log"
+    for text in ("first run\n", "second\n"):
+        spill = CappedSpill(path, 1_000)
+        spill.write(text)
+        spill.close()
+        assert SPILL.flush()
+        assert path.read_text() == text

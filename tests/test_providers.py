@@ -35,6 +35,7 @@ from tui.agent.providers.base import (
     Provider,
     ProviderError,
     ProviderEvent,
+    Retrying,
     StreamInterrupted,
     TextDelta,
     ToolCall,
@@ -773,29 +774,40 @@ async def test_unreachable_server_fails_after_retries(api: Api) -> None:
 
 @both_apis
 @pytest.mark.parametrize("end_body", [False, True])
-async def test_stream_cut_mid_answer_raises_interrupted(
+async def test_stream_cut_mid_answer_is_asked_again(
     server: ScriptedServer, api: Api, end_body: bool
 ) -> None:
-    """Cut with the socket torn down, or with a clean HTTP end but no end marker."""
+    """Cut with the socket torn down, or with a clean HTTP end but no end marker: nothing
+    ran, so the request goes again, and the consumer is told to drop the half it saw."""
+    whole = "one two three four five six"
     server.add(
-        {
-            "text": "one two three four five six",
-            "cut_after_events": CUT_MID_ANSWER[api],
-            "end_body": end_body,
-        },
-        {"text": "must not be replayed"},
+        {"text": whole, "cut_after_events": CUT_MID_ANSWER[api], "end_body": end_body},
+        {"text": whole},
     )
+    events, done = await collect(make(api, server, backoff_base=0.001))
+    (retry,) = [event for event in events if isinstance(event, Retrying)]
+    before = events[: events.index(retry)]
+    after = events[events.index(retry) + 1 :]
+    received = text_of(before)
+    assert received and whole.startswith(received) and received != whole
+    assert retry.discard and retry.attempt == 2
+    assert ("ended before" if end_body else "cut off mid-answer") in retry.reason
+    assert retry.describe().startswith("retrying in ")
+    assert text_of(after) == whole == done.text
+    assert len(server.requests) == 2
+    assert server.requests[0].body == server.requests[1].body
+
+
+@both_apis
+async def test_stream_always_cut_mid_answer_fails_after_the_attempts(
+    server: ScriptedServer, api: Api
+) -> None:
+    server.add(*[{"text": "one two three", "cut_after_events": CUT_MID_ANSWER[api]}] * 2)
     events: list[ProviderEvent] = []
-    with pytest.raises(StreamInterrupted) as caught:
-        await collect(make(api, server), into=events)
-    received = text_of(events)
-    assert received, "some text should have arrived before the cut"
-    assert "one two three four five six".startswith(received)
-    assert received != "one two three four five six"
-    assert not any(isinstance(event, Completed) for event in events)
-    assert len(server.requests) == 1, "a stream that already yielded must never be retried"
-    expected = "ended before" if end_body else "cut off mid-answer"
-    assert expected in str(caught.value)
+    with pytest.raises(StreamInterrupted, match=r"cut off mid-answer.*after 2 attempts"):
+        await collect(make(api, server, max_retries=2, backoff_base=0.001), into=events)
+    assert [e.discard for e in events if isinstance(e, Retrying)] == [True]
+    assert len(server.requests) == 2
 
 
 @both_apis
@@ -860,18 +872,20 @@ async def test_anthropic_overloaded_error_event_before_output_is_retried(
     assert len(server.requests) == 2
 
 
-async def test_anthropic_error_event_after_output_is_reported(server: ScriptedServer) -> None:
+async def test_anthropic_overloaded_event_after_output_is_asked_again(
+    server: ScriptedServer,
+) -> None:
     server.add(
         {"stream_error": {"type": "overloaded_error", "message": "Overloaded"}, "after_events": 4},
-        {"text": "must not be replayed"},
+        {"text": "recovered"},
     )
-    events: list[ProviderEvent] = []
-    with pytest.raises(
-        ProviderError, match=r"Anthropic API error \(overloaded_error\): Overloaded"
-    ):
-        await collect(make("anthropic", server), into=events)
-    assert text_of(events), "the error came after some text"
-    assert len(server.requests) == 1
+    events, done = await collect(make("anthropic", server, backoff_base=0.001))
+    (retry,) = [event for event in events if isinstance(event, Retrying)]
+    assert text_of(events[: events.index(retry)]), "the error came after some text"
+    assert retry.discard
+    assert "Anthropic API error (overloaded_error): Overloaded" in retry.reason
+    assert done.text == "recovered"
+    assert len(server.requests) == 2
 
 
 async def test_anthropic_invalid_request_error_event_is_not_retried(
@@ -886,17 +900,18 @@ async def test_anthropic_invalid_request_error_event_is_not_retried(
     assert len(server.requests) == 1
 
 
-async def test_openai_error_chunk_in_stream(server: ScriptedServer) -> None:
+async def test_openai_error_chunk_in_stream_is_asked_again(server: ScriptedServer) -> None:
     server.add(
         {"stream_error": {"type": "server_error", "message": "upstream died"}, "after_events": 2},
-        {"text": "must not be replayed"},
+        {"text": "whole answer"},
     )
-    events: list[ProviderEvent] = []
-    with pytest.raises(ProviderError, match="upstream died"):
-        await collect(make("openai", server), into=events)
-    received = text_of(events)
+    events, done = await collect(make("openai", server, backoff_base=0.001))
+    (retry,) = [event for event in events if isinstance(event, Retrying)]
+    received = text_of(events[: events.index(retry)])
     assert received and "partial answer".startswith(received)
-    assert len(server.requests) == 1
+    assert retry.discard and "upstream died" in retry.reason
+    assert done.text == "whole answer"
+    assert len(server.requests) == 2
 
 
 @both_apis
@@ -919,15 +934,17 @@ async def test_json_answer_to_a_streaming_request_is_accepted(
 
 
 @both_apis
-async def test_garbage_stream_chunk_is_a_provider_error(
+async def test_garbage_stream_chunk_is_retried_then_reported(
     server: ScriptedServer, api: Api, tmp_path: Path
 ) -> None:
+    """A whole line that is not JSON: a server's mistake, retried like a cut (nothing ran),
+    and named as what it is when it persists."""
     path = tmp_path / "garbage.sse"
     path.write_bytes(b"data: {not json\n\n")
-    server.add({"raw_file": str(path)})
-    with pytest.raises(ProviderError, match="not JSON"):
-        await collect(make(api, server))
-    assert len(server.requests) == 1
+    server.add({"raw_file": str(path)}, {"raw_file": str(path)})
+    with pytest.raises(ProviderError, match=r"not JSON.*after 2 attempts"):
+        await collect(make(api, server, max_retries=2, backoff_base=0.001))
+    assert len(server.requests) == 2
 
 
 # -- hangs and cancellation ----------------------------------------------------------------
@@ -993,16 +1010,22 @@ async def test_api_key_never_in_errors_logs_or_repr(
         {"stream_error": {"type": "api_error", "message": echo}, "after_events": 4},
     )
     failures: list[ProviderError] = []
-    for _ in range(6):
+    retries: list[Retrying] = []
+    for _ in range(5):
         provider = make(api, server, api_key=SECRET, max_retries=2)
         assert SECRET not in repr(provider)
         assert SECRET not in str(provider)
+        events: list[ProviderEvent] = []
         with pytest.raises(ProviderError) as caught:
-            await collect(provider)
+            await collect(provider, into=events)
         failures.append(caught.value)
+        retries += [event for event in events if isinstance(event, Retrying)]
     assert len(server.requests) == 8
-    assert [failure.status for failure in failures] == [401, 400, 500, 503, None, None]
-    assert isinstance(failures[4], StreamInterrupted)
+    # The cut stream is asked again, and the stream's error event ends that second try.
+    assert [failure.status for failure in failures] == [401, 400, 500, 503, None]
+    assert any("cut off mid-answer" in retry.reason for retry in retries)
+    for retry in retries:
+        assert SECRET not in retry.reason and SECRET not in retry.describe()
     for failure in failures:
         for text in (str(failure), repr(failure), failure.msg, *map(str, failure.args)):
             assert SECRET not in text

@@ -17,6 +17,7 @@ import pytest
 from tests.container_image import Container
 from tests.sshd import SshdUnavailable, SshServer, free_port
 from tests.test_headless_cli import Cli, ServerProcess, cli, headless, model_server
+from tests.tmux_helpers import kill_server
 from tui.events import ToolCallStarted, parse_event
 
 __all__ = ["cli", "model_server"]  # fixtures used here by name
@@ -90,7 +91,7 @@ def test_a_dead_ssh_host_is_one_clear_line(cli: Cli, model_server: Any) -> None:
 def tmux_socket() -> Iterator[str]:
     name = f"atui-cli-{uuid.uuid4().hex[:8]}"
     yield name
-    subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True, check=False)
+    kill_server(name)  # and the run's own server beside it, should the run not close it
 
 
 def test_tmux_runs_the_command_in_a_pane(cli: Cli, model_server: Any, tmux_socket: str) -> None:

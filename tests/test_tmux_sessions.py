@@ -20,7 +20,14 @@ import pytest
 from tests.test_headless_cli import Cli, cli, headless, model_server, wait_for
 from tests.test_targets_cli import shell_step, tool_results
 from tests.test_ui_app import app_for, make_session, send, until
-from tests.tmux_helpers import SHELL, clean_env, kill_server, needs_tmux, new_socket_name
+from tests.tmux_helpers import (
+    SHELL,
+    clean_env,
+    instance_sockets,
+    kill_server,
+    needs_tmux,
+    new_socket_name,
+)
 from tui.config import Settings, TmuxSettings
 from tui.exec.local import LocalBackend
 from tui.exec.tmux.backend import TmuxBackend
@@ -71,19 +78,21 @@ def folder(root: Path, name: str) -> Path:
 
 
 def sessions(socket_name: str) -> dict[str, dict[str, str]]:
-    """Every session on the socket with its tags (empty when the server has stopped)."""
+    """Every session on the base socket and the per-instance servers beside it, with its tags
+    and its server (empty when no server runs)."""
     fmt = "\t".join(["#{session_name}", f"#{{{WORKSPACE_OPTION}}}", f"#{{{KEPT_OPTION}}}"])
-    done = subprocess.run(
-        ["tmux", "-L", socket_name, "list-sessions", "-F", fmt],
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
     found = {}
-    for line in done.stdout.splitlines():
-        name, workspace, kept = line.split("\t")
-        found[name] = {"workspace": workspace, "kept": kept}
+    for server in instance_sockets(socket_name):
+        done = subprocess.run(
+            ["tmux", "-L", server, "list-sessions", "-F", fmt],
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        for line in done.stdout.splitlines():
+            name, workspace, kept = line.split("\t")
+            found[name] = {"workspace": workspace, "kept": kept, "socket": server}
     return found
 
 
@@ -123,7 +132,8 @@ async def test_a_second_instance_in_one_workspace_gets_its_own_shell(
 ) -> None:
     first, second = await open_tmux(workspace), await open_tmux(workspace)
     assert tmux_backend(first).default_session != tmux_backend(second).default_session
-    assert tmux_backend(first).default_pane != tmux_backend(second).default_pane
+    # A tmux server each: no instance's crash or start can reach the other's shell.
+    assert tmux_backend(first).socket_name != tmux_backend(second).socket_name
     await shell_line(first, "export ATUI_FIRST=here; cd /")
     assert await shell_line(second, 'echo "${ATUI_FIRST:-none} $PWD"') == f"none {workspace}"
 

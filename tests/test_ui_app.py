@@ -795,3 +795,36 @@ async def test_approving_code_shows_it_as_lines(workspace: Path, server) -> None
         await pilot.press("y")
         await turn_done(pilot, app, 2, server)
         assert app.tools.state("py1").status == "ok"  # type: ignore[union-attr]
+
+
+async def test_a_resumed_session_never_points_the_mirror_at_an_old_pane(workspace: Path) -> None:
+    """The saved calls ran in an earlier run's tmux pane (%77, gone with its server): after
+    the replay the mirror and Ctrl+T follow this run's pane, not that one."""
+    from tui.agent.providers.base import Message
+    from tui.agent.transcript import SessionStore
+    from tui.events import ToolCallStarted, UserMessage
+
+    with SessionStore().create(workspace, "openai", "scripted") as saved:
+        saved.append_message(Message(role="user", content="earlier"))
+        saved.append_event(UserMessage(text="earlier"))
+        saved.append_event(
+            ToolCallStarted(
+                tool_call_id="c1", tool_name="run_shell", command="ls", actor="local/tmux:%77"
+            )
+        )
+        old = saved.id
+    backend = KeyRecordingTmux(workspace)
+    provider = {"name": "openai", "api_key": "k", "base_url": "http://127.0.0.1:9/v1"}
+    loaded = load_settings(workspace, overrides={"provider": provider}, env={})
+    session = build_session(workspace, loaded, resume=old, backend=backend)
+    app = app_for(session)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.chat.query("UserBubble"), "the replayed conversation")
+        assert app.panes.target != "%77"
+        session.bus.publish(
+            pane_snapshot_class()(pane_id="%7", actor="local", lines=["$ "], cursor_x=2)  # type: ignore[call-arg]
+        )
+        await until(pilot, lambda: app.panes.target == "%7", "this run's pane")
+        await pilot.press("ctrl+t", "x")
+        await until(pilot, lambda: backend.sent, "a key to reach tmux")
+        assert {target for target, _ in backend.sent} == {"%7"}

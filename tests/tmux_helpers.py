@@ -36,17 +36,27 @@ def new_socket_name() -> str:
     return f"atui-test-{os.getpid()}-{secrets.token_hex(4)}"
 
 
+def instance_sockets(socket_name: str) -> list[str]:
+    """``socket_name`` and the per-instance servers beside it (``socket_name-<id>``)."""
+    directory = Path(os.environ.get("TMUX_TMPDIR") or "/tmp", f"tmux-{os.getuid()}")
+    found = [p.name for p in directory.glob(f"{socket_name}-*") if not p.name.endswith(".lock")]
+    return sorted({socket_name, *found})
+
+
 def kill_server(socket_name: str) -> None:
-    """Stop the test's tmux server and remove its socket file (tmux leaves it behind)."""
-    subprocess.run(
-        ["tmux", "-L", socket_name, "kill-server"],
-        env=clean_env(),
-        capture_output=True,
-        check=False,
-    )
+    """Stop the test's tmux server, and the per-instance servers ``open_target`` started
+    beside it, and remove their socket files (tmux leaves them behind)."""
     directory = os.environ.get("TMUX_TMPDIR") or "/tmp"
-    with contextlib.suppress(OSError):
-        os.unlink(os.path.join(directory, f"tmux-{os.getuid()}", socket_name))
+    for name in instance_sockets(socket_name):
+        subprocess.run(
+            ["tmux", "-L", name, "kill-server"],
+            env=clean_env(),
+            capture_output=True,
+            check=False,
+        )
+        for suffix in ("", ".lock"):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, f"tmux-{os.getuid()}", name + suffix))
 
 
 async def tmux(socket_name: str, *args: str, check: bool = True) -> str:

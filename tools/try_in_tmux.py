@@ -156,15 +156,17 @@ def model_server(folder: Path) -> Iterator[str]:
 
 
 def kill_tmux_server(socket: str) -> None:
-    """Stop the server on ``socket`` and remove its socket file (a killed server leaves it)."""
-    subprocess.run(
-        ["tmux", "-L", socket, "kill-server"],
-        capture_output=True,
-        env={k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")},
-        timeout=10,
-    )
+    """Stop the server on ``socket``, and the per-instance servers the app starts beside it
+    (``socket-<id>``), and remove their socket files (a killed server leaves its file)."""
     folder = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
-    (folder / socket).unlink(missing_ok=True)
+    for path in [folder / socket, *folder.glob(f"{socket}-*")]:
+        subprocess.run(
+            ["tmux", "-L", path.name, "kill-server"],
+            capture_output=True,
+            env={k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE")},
+            timeout=10,
+        )
+        path.unlink(missing_ok=True)
 
 
 def walk(walker: Walk, workspace: Path) -> None:

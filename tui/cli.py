@@ -118,6 +118,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tui.security.own_environ import hold_provider_keys, warn
 
     warn(hold_provider_keys())  # before any child exists: none may read the model's key
+    if getattr(args, "ssh", None):
+        from tui.exec.ssh.target import SSHTarget
+
+        try:
+            SSHTarget.parse(args.ssh)
+        except ValueError as error:
+            return fail(f"--ssh: {error}", EXIT_USAGE)
     remote = bool(getattr(args, "ssh", None) or getattr(args, "container", None))
     workspace = args.workspace if remote and args.workspace else (args.workspace or Path.cwd())
     workspace = workspace if remote else workspace.resolve()
@@ -192,7 +199,8 @@ def trust_command(workspace: Path, *, revoke: bool) -> int:
 
 
 async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -> int:
-    from tui.agent.transcript import SessionNotFound
+    from tui.agent.record_file import SessionBusy
+    from tui.agent.transcript import SessionNotFound, TranscriptError
     from tui.config import ConfigError
     from tui.events import Notice
     from tui.exec.backend import BackendError
@@ -232,7 +240,10 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
         )
     except (SessionNotFound, JsonSchemaError) as error:
         await target.backend.close()
-        return fail(error.msg, EXIT_USAGE)
+        return fail(schema_error(loaded, args, error), EXIT_USAGE)
+    except (SessionBusy, TranscriptError) as error:
+        await target.backend.close()
+        return fail(error.msg, EXIT_FAILED)
     if loaded.trust.pending:
         print(f"agent-tui: {loaded.trust.summary()}", file=sys.stderr)
     printer = HeadlessPrinter(args.output_format)
@@ -257,13 +268,24 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
             assert session.loop is not None
             session.loop.cancel()
 
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(signum, on_signal)
         await session.start_extensions()
         outcome = await session.submit(prompt)
         printer.finish(describe_outcome(outcome, session))
     finally:
         await session.aclose()
+    if session.transcript.unsaved:
+        transcript = session.transcript
+        return fail(
+            f"the session file {transcript.path} is missing {transcript.unsaved} record(s): "
+            f"they could not be written ({transcript.problem}); resuming it continues from "
+            "the last one saved"
+        )
+    if outcome.reason == "completed" and outcome.limits:
+        from tui.session import limits_message
+
+        return fail(limits_message(outcome.limits))
     if outcome.reason == "completed":
         return EXIT_OK
     if outcome.reason == "max_turns":
@@ -271,6 +293,15 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
     if outcome.reason == "cancelled":
         return fail("cancelled", EXIT_CANCELLED)
     return fail(outcome.error or (printer.errors[-1] if printer.errors else "the run failed"))
+
+
+def schema_error(loaded: LoadedSettings, args: argparse.Namespace, error: Exception) -> str:
+    """A schema file named in a config file is a config error at that file's line."""
+    from tui.tools.structured_output import JsonSchemaError
+
+    if isinstance(error, JsonSchemaError) and not getattr(args, "json_schema", None):
+        return loaded.error_at("agent.json_schema", str(error)).msg
+    return str(error)
 
 
 def approver_for(workspace: Path, mode: str) -> Approver:
@@ -363,7 +394,8 @@ class AppSessions:
             await asyncio.to_thread(trust_workspace, loaded)
             loaded = await asyncio.to_thread(self._load)
         self.loaded = loaded
-        from tui.agent.transcript import SessionNotFound
+        from tui.agent.record_file import SessionBusy
+        from tui.agent.transcript import SessionNotFound, TranscriptError
         from tui.exec.backend import BackendError
         from tui.targets import TargetChoice, open_target
         from tui.tools.structured_output import JsonSchemaError
@@ -395,7 +427,10 @@ class AppSessions:
             )
         except (SessionNotFound, JsonSchemaError) as error:
             await target.backend.close()
-            raise StartupError(error.msg) from None
+            raise StartupError(schema_error(loaded, args, error)) from None
+        except (SessionBusy, TranscriptError) as error:
+            await target.backend.close()
+            raise StartupError(error.msg, exit_code=1) from None
         # Published before the app listened: shown when the session is attached.
         session.warnings.extend(target.notices)
         if loaded.trust.pending:

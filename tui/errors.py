@@ -58,6 +58,14 @@ class PermissionDenied(ToolError):
     title = "Permission denied"
 
 
+class LimitReached(PermissionDenied):
+    """A limit that bounds the agent (actions per hour, tmux sessions or panes) refused the
+    call. Work the person may want done stopped here, so it is an error they see, and a
+    headless run that met one does not exit 0."""
+
+    title = "Limit reached"
+
+
 class Cancelled(ToolError):
     """The user cancelled, steering skipped the call, or a timeout stopped it."""
 

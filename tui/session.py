@@ -437,8 +437,9 @@ def describe_outcome(outcome: TurnOutcome, session: AgentSession) -> dict[str, A
     return {
         "result": outcome.final_text,
         "stop_reason": outcome.reason,
-        "is_error": outcome.reason not in ("completed",),
-        "error": outcome.error,
+        "is_error": outcome.reason not in ("completed",) or bool(outcome.limits),
+        "error": outcome.error or (limits_message(outcome.limits) if outcome.limits else None),
+        "limits": outcome.limits,
         "turns": outcome.turns,
         "session_id": session.session_id,
         **(
@@ -448,6 +449,12 @@ def describe_outcome(outcome: TurnOutcome, session: AgentSession) -> dict[str, A
         ),
         "usage": _usage_summary(session),
     }
+
+
+def limits_message(limits: list[str]) -> str:
+    """One line for a run some limit cut short: how often, and the first reason."""
+    calls = "call was" if len(limits) == 1 else "calls were"
+    return f"{len(limits)} {calls} refused by a limit; the first: {limits[0]}"
 
 
 def _usage_summary(session: AgentSession) -> dict[str, Any]:

@@ -161,17 +161,26 @@ async def open_target(
         return Target(host, workspace, local_paths, home, notices, sandbox, commands, unsandboxed)
     from tui.exec.tmux import lifecycle
     from tui.exec.tmux.backend import TmuxBackend
+    from tui.exec.tmux.instances import open_instance, survey, sweep
 
     tmux = settings.tmux
-    socket_name = tmux.socket_name or "agent-tui"
+    base = tmux.socket_name or "agent-tui"
     # The panes' shells live on past any one command: give them the reduced environment,
     # never this process's own (API keys must not reach the shared shell).
     env = reduced_environment(settings.security.env_allowlist, settings.security.env_passthrough)
-    place = lifecycle.Place(host, socket_name, env=env)
-    # Its own session per instance and run, unless the person named one to share.
-    chosen = await lifecycle.choose_session(
-        place, owner=OWNER, workspace=str(workspace), fixed=tmux.session
-    )
+    if tmux.session:
+        # The person named a session to share: it lives on the base socket, started in turns;
+        # dead instances' leftovers there are swept all the same.
+        socket_name = base
+        swept = await sweep(host, await survey(host, base, env), owner=OWNER, base=base, env=env)
+        place = lifecycle.Place(host, socket_name, env=env)
+        chosen = await lifecycle.choose_session(
+            place, owner=OWNER, workspace=str(workspace), fixed=tmux.session
+        )
+    else:
+        # A tmux server of its own per instance and run (``instances`` says why).
+        instance = await open_instance(host, base, env, owner=OWNER, workspace=str(workspace))
+        socket_name, chosen, swept = instance.socket, instance.choice, instance.notices
     backend = TmuxBackend(
         host,
         socket_name=socket_name,
@@ -186,9 +195,9 @@ async def open_target(
         workspace=str(workspace),
         own_session=not tmux.session,
         keep_session=tmux.keep_session,
+        take_turns=bool(tmux.session),
     )
-    if chosen.notice:
-        notices.append(chosen.notice)
+    notices += [*swept, *([chosen.notice] if chosen.notice else [])]
     notices += await backend.start()
     return Target(backend, workspace, local_paths, home, notices, sandbox, commands, unsandboxed)
 

@@ -6,11 +6,13 @@ composition root builds sessions; the rest of the house only uses one.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tui.agent.execution import ToolPlan
+from tui.agent.history import prepare_resume
 from tui.agent.hooks import Hooks
 from tui.agent.live_settings import LiveSettings
 from tui.agent.loop import AgentLoop, LoopSettings
@@ -18,11 +20,12 @@ from tui.agent.named_subagents import build_named_subagents
 from tui.agent.prompt import build_system_prompt
 from tui.agent.providers.base import Message, Provider, ProviderError
 from tui.agent.providers.factory import make_provider
+from tui.agent.recorder import EventRecorder
 from tui.agent.subagent import SubAgentTool
 from tui.agent.transcript import SessionStore, Transcript
 from tui.bus import EventBus
 from tui.config import LoadedSettings, Settings
-from tui.events import Event, Notice, PaneSnapshot
+from tui.events import ErrorEvent, Event, Notice
 from tui.exec.backend import ExecutionBackend
 from tui.exec.local import LocalBackend
 from tui.exec.sandbox.sandbox import Sandbox
@@ -39,7 +42,6 @@ from tui.tools.builtin.memory import MemoryScope
 from tui.tools.loops import LoopMemory
 from tui.tools.registry import ToolRegistry
 from tui.tools.structured_output import StructuredOutputTool, load_json_schema
-from tui.tools.truncation import envelope
 
 ApproverFactory = Callable[[EventBus], Approver]
 
@@ -47,34 +49,6 @@ STRUCTURED_ANSWER_PROMPT = (
     "This run needs a machine-readable answer: when the task is done, call structured_output "
     "once with the final answer. Text you write outside that call is not delivered."
 )
-
-
-def repair_dangling_calls(messages: list[Message]) -> list[Message]:
-    """Give every tool call a result: a session killed mid-tool left calls unanswered, and the
-    wire protocols reject a conversation that has them."""
-    answered = {m.tool_call_id for m in messages if m.role == "tool"}
-    repaired: list[Message] = []
-    for message in messages:
-        repaired.append(message)
-        if message.role != "assistant":
-            continue
-        for call in message.tool_calls:
-            if call.id in answered:
-                continue
-            # Right after its assistant message: results may come in any order there.
-            repaired.append(
-                Message(
-                    role="tool",
-                    content=envelope(
-                        "Error (Interrupted): the session ended before this call finished; "
-                        "whether it had any effect is unknown — check before repeating it."
-                    ),
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    is_error=True,
-                )
-            )
-    return repaired
 
 
 def build_session(
@@ -120,6 +94,8 @@ def build_session(
                 api=settings.provider.api,
                 thinking_budget=settings.provider.thinking_budget,
                 reasoning_effort=settings.provider.reasoning_effort,
+                idle_timeout=settings.provider.idle_timeout,
+                deadline=settings.provider.request_timeout,
             )
         except ProviderError as error:
             provider_error = error.msg
@@ -130,12 +106,13 @@ def build_session(
         resume = latest.id if latest else None
     if resume is not None:
         transcript = store.open(resume)
-        messages = repair_dangling_calls(store.load_messages(transcript.id))
+        messages = prepare_resume(store.load_messages(transcript.id))
     else:
         transcript = store.create(
             workspace, settings.provider.name, settings.provider.model or "(none)"
         )
-    bus.add_listener(lambda event: _record(transcript, event))
+    transcript.on_trouble(lambda reason: _disk_trouble(bus, transcript, reason))
+    bus.add_listener(EventRecorder(transcript))
 
     broker = ApprovalBroker(bus.publish, timeout=settings.approval.timeout)
     approver = approver_factory(bus) if approver_factory is not None else broker
@@ -354,11 +331,24 @@ def schema_path(loaded: LoadedSettings, workspace: Path) -> Path:
     return workspace / path
 
 
-def _record(transcript: Transcript, event: Event) -> None:
-    """Everything but pane screens goes to the transcript: those are a live view, up to 30 a
-    second, and the commands' own output is already recorded."""
-    if not isinstance(event, PaneSnapshot):
-        transcript.append_event(event)
+def _disk_trouble(bus: EventBus, transcript: Transcript, reason: str) -> None:
+    """Say so when the session file falls behind (a full disk) and when it catches up. Said
+    after the record being written, never from inside it (the transcript is a listener)."""
+    if reason:
+        event: Event = ErrorEvent(
+            title="Session file",
+            message=f"the session file {transcript.path} cannot be written ({reason}); "
+            "what happens is kept in memory and written when there is room again",
+        )
+    else:
+        event = Notice(
+            message=f"the session file {transcript.path} caught up: it is whole again",
+            level="warning",
+        )
+    try:
+        asyncio.get_running_loop().call_soon(bus.publish, event)
+    except RuntimeError:
+        bus.publish(event)
 
 
 def workspace_warnings(loaded: LoadedSettings) -> list[str]:

@@ -38,11 +38,14 @@ KEEP_TURNS = 3
 STUB_MIN_CHARS = 400
 """Shorter outputs cost less than the stub's own explanation: they stay."""
 SUMMARY_MAX_CHARS = 12_000
+FILES_MAX_CHARS = 3_000
+"""The "Files touched" line keeps the newest paths that fit in this."""
 FILE_TOOLS = frozenset({"read_file", "write_file", "edit_file", "notebook_edit"})
 PATH_KEYS = ("path", "file_path", "filename", "file", "notebook_path")
 _SAVED = re.compile(r"saved to (\S+?)\]")
 _FILES_LINE = "Files touched: "
 _TASKS_HEADER = "Task list (latest):"
+_FOLDED_HEADER = "Earlier messages from the person (shortened to fit):"
 
 SUMMARY_SYSTEM = (
     "You summarise an agent's working session so it can continue without the full history. "
@@ -200,11 +203,56 @@ def _chunks(lines: list[str], limit: int) -> list[str]:
     return chunks
 
 
-def _fallback(head: list[Message]) -> str:
+def _fallback(previous: list[str], head: list[Message]) -> str:
+    """The calls made, listed, standing in for a summary the model could not write.
+
+    Bounded like a model's summary: it replaces the turns it lists, and the next failed
+    compaction folds it into its own, so without a bound it grew by every compaction until
+    it alone filled the window. What goes first is the oldest part of the earlier summary.
+    """
     calls = [c for m in head if m.role == "assistant" for c in m.tool_calls]
     lines = [f"{len(calls)} earlier tool calls (no model summary could be made):"]
     lines += [f"- {c.name} {c.arguments[:120]}" for c in calls[-60:]]
-    return "\n".join(lines)
+    new = "\n".join(lines)
+    old = "\n".join(previous).strip()
+    room = SUMMARY_MAX_CHARS - len(new) - len(_OLDER_CUT) - 2
+    if len(old) > room:
+        old = _OLDER_CUT + old[len(old) - max(0, room) :].partition("\n")[2]
+    return f"{old}\n{new}".strip()
+
+
+_OLDER_CUT = "[an older part of this summary was dropped to keep it short]\n"
+
+
+def _bounded_files(files: list[str]) -> list[str]:
+    """The newest files touched, as many as ``FILES_MAX_CHARS`` allow."""
+    kept: list[str] = []
+    size = 0
+    for path in reversed(files):
+        size += len(path) + 2
+        if size > FILES_MAX_CHARS:
+            break
+        kept.append(path)
+    return kept[::-1]
+
+
+def _keep_users(users: list[Message], budget: int) -> tuple[list[Message], list[str]]:
+    """The person's messages to keep word for word within ``budget`` characters: the first
+    (the task) and the newest; older ones are shortened into the summary instead (a session
+    of a thousand steering messages must still fit the window)."""
+    if sum(len(m.content) for m in users) <= budget or len(users) <= 1:
+        return users, []
+    kept = [users[0]]
+    size = len(users[0].content)
+    newest: list[Message] = []
+    for message in reversed(users[1:]):
+        if size + len(message.content) > budget:
+            break
+        newest.append(message)
+        size += len(message.content)
+    folded = users[1 : len(users) - len(newest)]
+    lines = [f"- {' '.join(m.content.split())[:300]}" for m in folded[-40:]]
+    return [*kept, *newest[::-1]], lines
 
 
 async def summarise(
@@ -238,7 +286,8 @@ async def summarise(
         if message.role == "tool" and message.tool_name == "todo_write" and not message.is_error:
             tasks = _unwrap(message.content)
         lines.append(_render(message))
-    files = list(dict.fromkeys(files))
+    files = _bounded_files(list(dict.fromkeys(files)))
+    users, folded = _keep_users(users, max(4_000, window * CHARS_PER_TOKEN // 4))
     # Each summary request gets at most half the window, so it fits with room to answer.
     limit = max(2_000, window * CHARS_PER_TOKEN // 2 - len(SUMMARY_SYSTEM) - SUMMARY_MAX_CHARS)
     ask = "Summarise the session so far."
@@ -254,9 +303,11 @@ async def summarise(
             requests += 1
             summary = clean(await summarise_fn(SUMMARY_SYSTEM, prompt))[:SUMMARY_MAX_CHARS]
     except Exception:  # any failure: the mechanical summary keeps the session going
-        summary = ("\n".join(summaries) + "\n" + _fallback(head)).strip()
+        summary = _fallback(summaries, head)
         fallback = True
     parts = [SUMMARY_HEADER, summary.strip()]
+    if folded:
+        parts.append(_FOLDED_HEADER + "\n" + "\n".join(folded))
     if files:
         parts.append(_FILES_LINE + ", ".join(files))
     if tasks:

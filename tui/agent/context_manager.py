@@ -21,7 +21,14 @@ from tui.agent.compaction import (
     tokens_of,
 )
 from tui.agent.context_window import ContextMeter, fixed_chars
-from tui.agent.providers.base import Completed, Message, Provider, TextDelta, UsageReport
+from tui.agent.providers.base import (
+    Completed,
+    Message,
+    Provider,
+    Retrying,
+    TextDelta,
+    UsageReport,
+)
 from tui.events import Compacted
 
 TRIGGER = 0.85
@@ -176,6 +183,8 @@ class ContextManager:
         ):
             if isinstance(event, TextDelta):
                 text.append(event.text)
+            elif isinstance(event, Retrying) and event.discard:
+                text.clear()  # the answer starts over
             elif isinstance(event, UsageReport):
                 usage.input_tokens += event.input_tokens
                 usage.output_tokens += event.output_tokens

@@ -26,12 +26,14 @@ from tui.agent.providers.base import (
     Message,
     Provider,
     ProviderError,
+    Retrying,
     TextDelta,
     ToolCall,
     UsageReport,
 )
 from tui.agent.providers.context_errors import ContextLengthExceeded, from_error
 from tui.agent.tool_call import CallRunner
+from tui.errors import LimitReached
 from tui.events import (
     MAX_ERROR_CHARS,
     ApprovalsWaiting,
@@ -49,6 +51,7 @@ from tui.events import (
 from tui.exec.backend import ExecutionBackend
 from tui.safe_text import clean
 from tui.security.policy import SecurityPolicy
+from tui.security.risk.warm import warm as warm_rater
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult
 from tui.tools.structured_output import STRUCTURED_OUTPUT_KEY
@@ -89,6 +92,8 @@ class TurnOutcome:
     usage: UsageReport = field(default_factory=UsageReport)
     structured_output: Any = None
     """The accepted ``structured_output`` answer, when the run required one."""
+    limits: list[str] = field(default_factory=list)
+    """Calls a limit refused this turn (``LimitReached``): work that did not happen."""
 
 
 class AgentLoop:
@@ -128,11 +133,13 @@ class AgentLoop:
         self.cost_usd: float | None = None
         """What this loop's requests cost so far; ``None`` while no response had a price."""
         self._prices: asyncio.Future[None] | None = None
+        self._rater: asyncio.Future[None] | None = None
         self._steering: collections.deque[str] = collections.deque()
         self._cancel = asyncio.Event()
         self._stream_task: asyncio.Task[Any] | None = None
         self._definitions: tuple[tuple[Any, ...], list[dict[str, Any]]] | None = None
         self._structured: list[Any] = []
+        self._limits: list[str] = []
         self.running = False
         self.idle = asyncio.Event()
         """Set while no turn runs (what a scheduled prompt waits for)."""
@@ -176,8 +183,10 @@ class AgentLoop:
         self._cancel = asyncio.Event()
         self.emit(UserMessage(text=prompt))
         self._append(Message(role="user", content=prompt, images=list(images or [])))
+        self._limits = []
         try:
             outcome = await self._run()
+            outcome.limits = list(self._limits)
         finally:
             self.running = False
             self.idle.set()
@@ -360,6 +369,8 @@ class AgentLoop:
         return self._definitions[1]
 
     async def _stream(self) -> Completed | None:
+        if self._rater is None:  # the request goes out now: load the rater while it is out
+            self._rater = asyncio.ensure_future(asyncio.to_thread(warm_rater))
         tools = self._tool_definitions()
         text_parts: list[str] = []
         completed: Completed | None = None
@@ -384,6 +395,9 @@ class AgentLoop:
                     # Keep reading to the generator's end rather than returning here: closing
                     # it early would drop the HTTP connection instead of reusing it.
                     completed = event
+                elif isinstance(event, Retrying):
+                    self._retrying(event, "".join(text_parts))
+                    text_parts = []
         except asyncio.CancelledError:
             partial = "".join(text_parts)
             if partial:
@@ -404,6 +418,15 @@ class AgentLoop:
         finished = self._finish_message(completed)
         self.context.meter.measured(_prompt_tokens(measured), self.messages)
         return finished
+
+    def _retrying(self, event: Retrying, partial: str) -> None:
+        """Say the request goes again, and close a half-shown answer it replaces (the model
+        starts over, and nothing of the failed attempt joins the conversation)."""
+        if event.discard and partial:
+            mark = "\n[cut off: asking again]"
+            self.emit(AssistantTextDelta(text=mark))  # onto the half-shown text itself
+            self.emit(AssistantMessage(text=partial + mark))
+        self.emit(Notice(message=event.describe(), level="warning"))
 
     def _add_usage(self, usage: UsageReport) -> None:
         self.usage.add(usage)
@@ -440,6 +463,16 @@ class AgentLoop:
         return completed
 
     async def _run_tools(self, calls: list[ToolCall]) -> None:
+        saved: dict[int, Message] = {}
+        """Results already in the transcript, by ``id(call)``: each was saved as it ended."""
+
+        def record(call: ToolCall, result: ToolResult) -> None:
+            if self.on_message is None:
+                return
+            message = _result_message(call, result)
+            saved[id(call)] = message
+            self.on_message(message)
+
         runner = CallRunner(
             self.registry,
             self.backend,
@@ -448,6 +481,7 @@ class AgentLoop:
             self.emit,
             self._cancel,
             self.loop_id,
+            record=record if self.on_message is not None else None,
         )
         executor = ToolExecutor(
             self.settings.plan,
@@ -462,10 +496,12 @@ class AgentLoop:
             cancelled=self._cancel.is_set,
             on_waiting=lambda count: self.emit(ApprovalsWaiting(count=count)),
         )
+        self.registry.loops.begin_decision()  # the calls of one answer are one decision
         finished: dict[int, ToolResult] = {}
         try:
             results = await executor.run(calls, finished)
         except BaseException:
+            self.registry.loops.end_decision()
             # The task running this loop was cancelled from outside (not via ``cancel``) or
             # something broke: the calls are already in the conversation, and a request with
             # an unanswered call is rejected, so each one still gets exactly one result.
@@ -473,9 +509,10 @@ class AgentLoop:
                 finished[index] if index in finished else self._interrupted(call)
                 for index, call in enumerate(calls)
             ]
-            self._record_results(calls, results)
+            self._record_results(calls, results, saved)
             raise
-        self._record_results(calls, results)
+        self.registry.loops.end_decision()
+        self._record_results(calls, results, saved)
 
     def _interrupted(self, call: ToolCall) -> ToolResult:
         result = ToolResult.error(
@@ -486,22 +523,30 @@ class AgentLoop:
         self._emit_unrun(call, result)
         return result
 
-    def _record_results(self, calls: list[ToolCall], results: list[ToolResult]) -> None:
+    def _record_results(
+        self, calls: list[ToolCall], results: list[ToolResult], saved: dict[int, Message]
+    ) -> None:
+        """The results join the conversation in call order; those not saved as they ended
+        (skipped, interrupted) are saved now."""
         for call, result in zip(calls, results, strict=True):
             if not result.is_error and STRUCTURED_OUTPUT_KEY in result.details:
                 self._structured.append(result.details[STRUCTURED_OUTPUT_KEY])
             if result.details.get("skipped"):
                 self._emit_unrun(call, result)
-            self._append(
-                Message(
-                    role="tool",
-                    content=envelope(result.text),
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    is_error=result.is_error,
-                    images=[ImagePart(i.data, i.mime_type) for i in result.images],
-                )
-            )
+            message = saved.get(id(call))
+            if message is not None:
+                self.messages.append(message)
+            else:
+                self._append(_result_message(call, result))
+            if result.details.get("error_type") == LimitReached.__name__:
+                self._limited(call, result)
+
+    def _limited(self, call: ToolCall, result: ToolResult) -> None:
+        """A limit stopped work: the model read why in the result; the person is told as an
+        error, and the turn remembers it (a headless run then does not exit 0)."""
+        reason = result.text.removeprefix(f"Error ({LimitReached.__name__}): ")
+        self._limits.append(f"{call.name}: {reason}")
+        self.emit(ErrorEvent(title=LimitReached.title, message=f"{call.name} refused: {reason}"))
 
     def _emit_unrun(self, call: ToolCall, result: ToolResult) -> None:
         """Close a call that never reached the registry (skipped by steering or cancel,
@@ -517,6 +562,17 @@ class AgentLoop:
                 error=result.text.strip()[:MAX_ERROR_CHARS],
             )
         )
+
+
+def _result_message(call: ToolCall, result: ToolResult) -> Message:
+    return Message(
+        role="tool",
+        content=envelope(result.text),
+        tool_call_id=call.id,
+        tool_name=call.name,
+        is_error=result.is_error,
+        images=[ImagePart(i.data, i.mime_type) for i in result.images],
+    )
 
 
 def _widen(into: dict[str, int], usage: UsageReport) -> None:

@@ -70,6 +70,8 @@ def child_provider(parent: ProviderSettings, sub: SubAgentSettings) -> Provider 
         base_url=sub.base_url or (parent.base_url if same else None),
         stream=parent.stream,
         api=parent.api if same else None,
+        idle_timeout=parent.idle_timeout,
+        deadline=parent.request_timeout,
         thinking_budget=(
             THINKING_BUDGETS[thinking]
             if thinking is not None and anthropic

@@ -34,6 +34,9 @@ class CallRunner:
     emit: Callable[[Event], None]
     cancel: asyncio.Event
     loop_id: str = "main"
+    record: Callable[[ToolCall, ToolResult], None] | None = None
+    """Saves a finished call's result at once, before its end is announced: a crash after a
+    call ends must never leave it looking unfinished on resume (parallel calls end apart)."""
 
     async def run(self, call: ToolCall) -> ToolResult:
         info = ToolCallInfo(call.id, call.name, call.arguments)
@@ -42,6 +45,8 @@ class CallRunner:
             result = ToolResult.error(
                 "PermissionDenied", f"blocked by a hook: {decision.deny_reason}"
             )
+            if self.record is not None:
+                self.record(call, result)
             self.emit(
                 ToolCallSkipped(
                     tool_call_id=call.id,
@@ -54,15 +59,22 @@ class CallRunner:
         if decision.arguments is not None:
             self.emit(Notice(message=f"a hook rewrote the arguments of {call.name}", level="info"))
             info = ToolCallInfo(call.id, call.name, arguments)
-        ctx, progress = self._context(info, decision)
+        held: list[ToolCallCompleted] = []
+        ctx, progress = self._context(info, decision, held)
         try:
             result = await self.registry.execute(call.name, arguments, ctx)
         finally:
             progress.close()  # also when the task is cancelled: no timer outlives the call
-        return await self.hooks.run_after_tool(info, result)
+        result = await self.hooks.run_after_tool(info, result)
+        # Recorded first, then announced: whoever saw the end can find the result on disk.
+        if self.record is not None:
+            self.record(call, result)
+        for event in held:
+            self.emit(event)
+        return result
 
     def _context(
-        self, info: ToolCallInfo, decision: PreToolDecision
+        self, info: ToolCallInfo, decision: PreToolDecision, held: list[ToolCallCompleted]
     ) -> tuple[ToolContext, ProgressCoalescer]:
         progress = ProgressCoalescer(
             lambda event: update(event),
@@ -74,6 +86,9 @@ class CallRunner:
         def update(event: Event) -> None:
             if isinstance(event, ToolCallCompleted):
                 progress.close()  # the last progress word comes before the end
+                if self.record is not None and event.tool_call_id == info.tool_call_id:
+                    held.append(event)  # announced once the result is recorded
+                    return
             if isinstance(event, LIFECYCLE_EVENTS) or not self.hooks.watches_updates:
                 self.emit(event)
                 return

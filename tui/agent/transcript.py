@@ -24,19 +24,19 @@ import datetime as dt
 import hashlib
 import json
 import logging
-import os
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from tui.agent.admission import admit_message
 from tui.agent.providers.base import ImagePart, Message, ReasoningItem, ToolCall
+from tui.agent.record_file import RecordFile
 from tui.errors import AgentTuiError
 from tui.events import AnyEvent, Event, event_adapter
 from tui.locations import data_dir
@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 SUFFIX = ".jsonl"
 _MESSAGE_PREFIX = b'{"type":"message"'
+_EVENT_PREFIX = b'{"type":"event"'
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 _PREVIEW_CHARS = 60
 
@@ -104,21 +105,54 @@ def _encode(record: Mapping[str, Any]) -> bytes:
 # --------------------------------------------------------------------------- transcript
 
 
-class Transcript:
-    """One open session file. Each append is written and flushed before it returns."""
+_HELD: dict[Path, Transcript] = {}
+"""The transcript of each session file this process has open: another process is refused
+the file (its lock), but this one may hand it to a new session object (``/trust`` restarts
+the same conversation), and then the old object writes no more."""
 
-    def __init__(self, path: Path, header: Mapping[str, Any], file: IO[bytes]) -> None:
+
+class Transcript:
+    """One open session file. Each append is written before it returns, or waits in order
+    for a disk with room (``tui.agent.record_file``); the file is locked while open."""
+
+    def __init__(self, path: Path, header: Mapping[str, Any], file: RecordFile) -> None:
         self.path = path
         self.header = dict(header)
         self.id: str = str(header["id"])
         self._file = file
+        self._handed_over = False
+        _HELD[path] = self
 
     @property
     def closed(self) -> bool:
-        return self._file.closed
+        return self._handed_over or self._file.closed
+
+    def _hand_over(self) -> RecordFile:
+        """Give the open file to a new session object of this process; this one is done."""
+        self._handed_over = True
+        return self._file
+
+    @property
+    def unsaved(self) -> int:
+        """Records waiting for room on the disk (0 when the file is whole)."""
+        return self._file.unsaved
+
+    @property
+    def problem(self) -> str | None:
+        """Why records are waiting (``No space left on device``); None while none are."""
+        return self._file.problem
+
+    @property
+    def dropped(self) -> int:
+        """Screen-only records let go while the disk had no room (never a message)."""
+        return self._file.dropped
+
+    def on_trouble(self, callback: Callable[[str], None]) -> None:
+        """``callback(reason)`` when records start waiting, ``callback("")`` when caught up."""
+        self._file.on_trouble = callback
 
     def append_event(self, event: Event) -> None:
-        self._write({"type": "event", "event": event.model_dump(mode="json")})
+        self._write({"type": "event", "event": event.model_dump(mode="json")}, droppable=True)
 
     def append_message(self, message: Message) -> None:
         self._write({"type": "message", "message": message_to_json(message)})
@@ -127,17 +161,21 @@ class Transcript:
         """The conversation as it is sent from now on; the originals stay recorded."""
         self._write({"type": "compaction", "messages": [message_to_json(m) for m in messages]})
 
-    def _write(self, record: Mapping[str, Any]) -> None:
-        if self._file.closed:
+    def _write(self, record: Mapping[str, Any], *, droppable: bool = False) -> None:
+        if self.closed:
             raise TranscriptError(f"transcript {self.id} is closed; nothing more can be recorded")
-        self._file.write(_encode(record))
-        self._file.flush()
+        self._file.append(_encode(record), droppable=droppable)
 
-    def close(self) -> None:
-        self._file.close()
+    def close(self) -> bool:
+        """Close (and unlock); False when records could not be written (the disk is full)."""
+        if self._handed_over:
+            return True  # the file lives on in the session it was handed to
+        if _HELD.get(self.path) is self:
+            del _HELD[self.path]
+        return self._file.close()
 
     async def aclose(self) -> None:
-        """Closing a file whose every write is already flushed is instant: no thread needed."""
+        """Closing a file whose every write is already done is instant: no thread needed."""
         self.close()
 
     def __enter__(self) -> Transcript:
@@ -188,12 +226,18 @@ def _read_header(path: Path) -> dict[str, Any]:
     return header
 
 
-def read_records(path: Path) -> SessionRecords:
-    """Parse a transcript, skipping (and counting) every line that cannot be read."""
-    lines = path.read_bytes().split(b"\n")
+def read_records(path: Path, *, events: bool = True) -> SessionRecords:
+    """Parse a transcript, skipping (and counting) every line that cannot be read.
+
+    Read a line at a time, never the whole file at once. ``events=False`` (what a resume
+    needs) skips event lines unparsed, so a file of any size resumes in the time its messages
+    take to read.
+    """
     records = SessionRecords(header=_read_header(path))
-    for number, raw in enumerate(lines[1:], start=2):
+    for number, raw in _lines(path):
         if not raw.strip():
+            continue
+        if not events and raw.startswith(_EVENT_PREFIX):
             continue
         if not _take(records, raw):
             records.skipped += 1
@@ -203,6 +247,13 @@ def read_records(path: Path) -> SessionRecords:
             "%s: skipped %d unreadable line(s) %s", path, records.skipped, records.skipped_lines
         )
     return records
+
+
+def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) after the header; a line is never assumed to fit a chunk."""
+    with path.open("rb") as file:
+        file.readline()
+        yield from enumerate(file, start=2)
 
 
 def _take(records: SessionRecords, raw: bytes) -> bool:
@@ -304,9 +355,13 @@ class SessionStore:
             session_id = new_session_id(now)
             path = folder / f"{session_id}{SUFFIX}"
             try:  # exclusive: two sessions started in the same second never share a file
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+                file = RecordFile.open(path, create=True)
             except FileExistsError:
                 continue
+            except OSError as error:
+                raise TranscriptError(
+                    f"cannot create a session file in {folder}: {error.strerror or error}"
+                ) from None
             break
         header = {
             "type": "session",
@@ -317,19 +372,30 @@ class SessionStore:
             "model": model,
             "version": FORMAT_VERSION,
         }
-        transcript = Transcript(path, header, os.fdopen(fd, "ab"))
+        transcript = Transcript(path, header, file)
         transcript._write(header)
         return transcript
 
     def open(self, session_id: str) -> Transcript:
         """Reopen a session to append to it (resume). A half line left by a killed writer is
-        ended first, so it cannot swallow the next record."""
+        ended first, so it cannot swallow the next record.
+
+        Raises:
+            SessionNotFound: no such session.
+            SessionBusy: another agent-tui has it open.
+            TranscriptError: it cannot be read or written.
+        """
         path = self.find(session_id)
         header = _read_header(path)
-        file = path.open("ab")
+        held = _HELD.get(path)
+        if held is not None and not held.closed:
+            return Transcript(path, header, held._hand_over())
+        try:
+            file = RecordFile.open(path, create=False)
+        except OSError as error:
+            raise TranscriptError(f"cannot open {path}: {error.strerror or error}") from None
         if not _ends_with_newline(path):
-            file.write(b"\n")
-            file.flush()
+            file.append(b"\n")
         return Transcript(path, header, file)
 
     def find(self, session_id: str) -> Path:
@@ -374,8 +440,8 @@ class SessionStore:
         return read_records(self.find(session_id))
 
     def load_messages(self, session_id: str) -> builtins.list[Message]:
-        """The conversation to hand back to the model when resuming."""
-        return self.read(session_id).messages
+        """The conversation to hand back to the model when resuming (events left unread)."""
+        return read_records(self.find(session_id), events=False).messages
 
     def load_events(self, session_id: str) -> builtins.list[AnyEvent]:
         """The events to replay into the UI; unreadable lines are skipped (``read`` counts

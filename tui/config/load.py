@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tui.config.keys import KeyPath, longest_prefix
+from tui.config.errors import ConfigError, ConfigIssue
+from tui.config.keys import KeyPath, format_key, longest_prefix
 from tui.config.layers import Layer, drop_none, env_layer, read_file_layer
+from tui.config.locate import key_lines
 from tui.config.merge import merge_and_validate
 from tui.config.settings import Settings
 from tui.config.workspace import find_workspace_config, review_workspace
@@ -44,6 +46,22 @@ class LoadedSettings:
         loc: KeyPath = tuple(dotted.split("."))
         hit = longest_prefix(loc, self.origins)
         return self.origins[hit] if hit is not None else "built-in default"
+
+    def error_at(self, dotted: str, message: str) -> ConfigError:
+        """A problem with the value of ``dotted`` found after loading (a file it names is
+        missing, say), pinned to the file and line that set it like any other config error."""
+        origin = self.origin(dotted)
+        line: int | None = None
+        if any(str(path) == origin for path in self.sources):
+            try:
+                lines = key_lines(Path(origin).read_text(encoding="utf-8"))
+            except OSError:
+                lines = {}
+            hit = longest_prefix(tuple(dotted.split(".")), lines)
+            line = lines[hit] if hit is not None else None
+        return ConfigError(
+            [ConfigIssue(origin, line, format_key(tuple(dotted.split("."))), message)]
+        )
 
 
 def load_settings(

@@ -41,10 +41,29 @@ class MergedLayers:
                 self.origins[path] = layer
                 self._merge(base[key], value, path, layer)
                 continue
+            if key in base and isinstance(value, Mapping) != isinstance(base[key], dict):
+                # A table written as one value (``provider = "anthropic"``), or the reverse:
+                # one layer would silently replace the other's whole table.
+                self._clash(path, base[key], value, layer)
             self._forget(path)
             base[key] = copy.deepcopy(dict(value) if isinstance(value, Mapping) else value)
             for sub in _dict_paths(value, path):
                 self.origins[sub] = layer
+
+    def _clash(self, path: KeyPath, old: Any, new: Any, layer: Layer) -> None:
+        scalar_layer, scalar = (layer, new) if isinstance(old, dict) else (self.origins[path], old)
+        source, line = scalar_layer.locate(path)
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    source,
+                    line,
+                    format_key(path),
+                    f"must be a table ([{'.'.join(map(str, path))}] with keys below it), "
+                    f"not one value (got {_shown(scalar)})",
+                )
+            ]
+        )
 
     def _forget(self, path: KeyPath) -> None:
         """A value replaced wholesale no longer has parts set by an older layer."""
@@ -64,33 +83,56 @@ def merge_and_validate(layers: list[Layer]) -> tuple[MergedLayers, Settings]:
     merged = MergedLayers()
     for layer in layers:
         merged.add(layer)
+    nul = list(_nul_paths(merged.data, ()))
+    if nul:
+        raise ConfigError([_issue(merged, path, _NUL) for path in nul])
     try:
         return merged, Settings.model_validate(merged.data)
     except ValidationError as exc:
         raise ConfigError(_validation_issues(exc, merged)) from None
 
 
+_NUL = "contains a NUL character (\\u0000), which no program, path or header can take"
+
+
+def _nul_paths(value: Any, path: KeyPath) -> Iterator[KeyPath]:
+    """Every key path whose key or text holds a NUL (TOML allows ``\\u0000``)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            yield path
+    elif isinstance(value, Mapping):
+        for key, child in value.items():
+            if "\x00" in str(key):
+                yield (*path, key)
+            else:
+                yield from _nul_paths(child, (*path, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from _nul_paths(child, (*path, index))
+
+
+def _issue(merged: MergedLayers, loc: KeyPath, message: str) -> ConfigIssue:
+    hit = longest_prefix(loc, merged.origins)
+    if hit is None:
+        return ConfigIssue("built-in defaults", None, format_key(loc), message)
+    source, line = merged.origins[hit].locate(loc)
+    return ConfigIssue(source, line, format_key(loc), message)
+
+
 def _validation_issues(exc: ValidationError, merged: MergedLayers) -> list[ConfigIssue]:
-    issues = []
-    for error in exc.errors():
-        loc: KeyPath = tuple(error["loc"])
-        hit = longest_prefix(loc, merged.origins)
-        if hit is None:
-            source, line = "built-in defaults", None
-        else:
-            source, line = merged.origins[hit].locate(loc)
-        issues.append(ConfigIssue(source, line, format_key(loc), _describe(error)))
-    return issues
+    return [_issue(merged, tuple(error["loc"]), _describe(error)) for error in exc.errors()]
 
 
 def _describe(error: Mapping[str, Any]) -> str:
     message = str(error["msg"])
     if error["type"] == "missing" or "api_key" in error["loc"]:
         return message
+    return f"{message} (got {_shown(error.get('input'))})"
+
+
+def _shown(value: Any) -> str:
     try:
-        shown = json.dumps(error.get("input"), ensure_ascii=False, default=str)
+        shown = json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
-        shown = repr(error.get("input"))
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
-    return f"{message} (got {shown})"
+        shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."

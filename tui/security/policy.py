@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from tui.errors import PermissionDenied
+from tui.errors import LimitReached, PermissionDenied
 from tui.events import (
     ApprovalAnswer,
     ApprovalDecision,
@@ -292,7 +292,7 @@ class SecurityPolicy:
         if rule is not None:
             raise PermissionDenied(f"{tool} is denied by the rule {rule} in [security].deny")
         if access.is_acting and (wait := self.rate_limiter.check()) is not None:
-            raise PermissionDenied(
+            raise LimitReached(
                 f"rate limit reached: {self.settings.max_actions_per_hour} acting calls per hour "
                 f"([security].max_actions_per_hour); the next is possible in {wait:.0f} s"
             )

@@ -38,6 +38,7 @@ SETTING_KINDS: dict[str, Kind] = {
     "provider.stream": "harmless",
     "provider.max_tokens": "harmless",
     "provider.request_timeout": "harmless",
+    "provider.idle_timeout": "harmless",
     "provider.context_window": "harmless",
     "provider.thinking_budget": "harmless",
     "provider.reasoning_effort": "harmless",

@@ -7,6 +7,12 @@ Two patterns, beside the identical-failure suppression in ``failures``:
 - **no progress**: the same call returning the same successful output
   ``no_progress_repeats`` times in a row.
 
+What counts is the model's decisions, not its calls: the calls of one answer were chosen
+together, before any of their results was seen (five identical runs of a flaky test sent at
+once are one decision), so a call repeated within one answer is neither counted nor refused
+(``begin_decision`` marks where an answer's calls start). Only a call made again after its
+result was seen can repeat.
+
 Both escalate as ZeroClaw's detector does, warn then block: the call that completes a
 pattern runs and its result carries a note telling the model what to do instead; the next
 call that would continue the same pattern is not run, and the model reads why. Anything
@@ -85,6 +91,26 @@ class LoopMemory:
         self._history: deque[_Entry] = deque(maxlen=max(2 * self.ping_pong_cycles + 2, 8))
         self._streak: _Streak | None = None
         """The call made last, while it keeps returning the same successful output."""
+        self._decision: set[Key] | None = None
+        """Calls of the answer being run that were let through: their twins in it run
+        unjudged and uncounted (the registry asks ``twin`` first). None between answers: a
+        call from elsewhere (the person's ``!``, the CLI) is a decision of its own."""
+
+    def begin_decision(self) -> None:
+        """The calls from here on were sent together, in one answer of the model."""
+        self._decision = set()
+
+    def end_decision(self) -> None:
+        self._decision = None
+
+    def twin(self, key: Key) -> bool:
+        """An identical call of the same answer was already let through (it ran or runs)."""
+        return self._decision is not None and key in self._decision
+
+    def claim(self, key: Key) -> None:
+        """This call passed the checks: its twins in the same answer are not judged again."""
+        if self._decision is not None:
+            self._decision.add(key)
 
     def copy_settings(self) -> LoopMemory:
         """A fresh memory with the same thresholds (a sub-agent's)."""

@@ -222,12 +222,16 @@ class ToolRegistry:
         result: ToolResult
         tool: Tool[Any] | None = None
         blocked: LoopDetected | None = None
+        twin = False
         try:
             tool = self.lookup(name)
             params = self.parse_arguments(tool, raw_arguments)
             key = (name, params.model_dump_json())
-            self.failures.check(key)
-            self.loops.check(key)
+            twin = self.loops.twin(key)  # sent in the same answer: one decision, judged once
+            if not twin:
+                self.failures.check(key)
+                self.loops.check(key)
+                self.loops.claim(key)
             result = await self._authorized_run(tool, params, ctx, waited)
         except LoopDetected as error:
             blocked = error
@@ -250,7 +254,7 @@ class ToolRegistry:
                     f"{what} loop the model was already told of",
                 )
             )
-        else:
+        elif not twin:
             if result.is_error:
                 self.failures.record_failure(key, result.text)
             else:

@@ -8,7 +8,9 @@ goes into the marker, so the model can page through it with ``read_file``.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,14 +75,20 @@ def truncate(text: str, rule: TruncationRule, *, spill_name: str | None = None) 
 
 
 def save_full_output(name: str, text: str) -> str | None:
-    """Keep an untruncated result where the model's read tools can reach it."""
+    """Keep an untruncated result where the model's read tools can reach it.
+
+    A new file every time (a token beside the name: ids repeat across runs and servers), and
+    all of it or nothing: a disk that refuses part of it leaves no file that looks whole.
+    """
     directory = tool_output_dir()
-    safe = spill_file_name(name)
+    path = Path(directory, f"{spill_file_name(name)}-{secrets.token_hex(4)}.txt")
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        path = Path(directory, f"{safe}.txt")
-        path.write_text(text, encoding="utf-8", errors="surrogateescape")
+        with path.open("x", encoding="utf-8", errors="surrogateescape") as file:
+            file.write(text)
     except OSError:
+        with contextlib.suppress(OSError):
+            path.unlink()
         return None
     return str(path)
 

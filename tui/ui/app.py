@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -125,6 +127,8 @@ class AgentApp(App[int]):
         if session is None and builder is None:
             raise ValueError("AgentApp needs a session or a builder")
         self.builder = builder
+        self._wound_down = False
+        self._hangup: asyncio.Future[None] | None = None
         self._queued: list[str] = []
         """Prompts sent before the session was ready."""
         self.clock = clock
@@ -211,6 +215,10 @@ class AgentApp(App[int]):
         yield Footer()
 
     async def on_mount(self) -> None:
+        # The terminal closing (SIGHUP) quits as Ctrl+C twice does: the session closes, and
+        # its tmux session with whatever runs there, instead of dying where it stands.
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._hung_up)
         self.panels = PanelLayout(
             self.query_one("#main"),
             self.query_one("#right"),
@@ -488,7 +496,28 @@ class AgentApp(App[int]):
             self.usage.turn_active = False
             self.status.set(working=False)
 
+    def _hung_up(self) -> None:
+        """The terminal is gone: close the session (its tmux session, what runs there, the
+        transcript), then leave. Not through Textual's exit, which restores a terminal that
+        no longer exists and can wait for ever on output nobody can take."""
+        self._hangup = asyncio.ensure_future(self._leave_after_hangup())
+
+    async def _leave_after_hangup(self) -> None:
+        try:
+            await self._wind_down()
+        finally:
+            os._exit(129)
+
     async def on_unmount(self) -> None:
+        await self._wind_down()
+
+    async def _wind_down(self) -> None:
+        """Close the session once, whichever way the app ends."""
+        if self._wound_down:
+            return
+        self._wound_down = True
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
         if self._session is None:
             return
         session = self.session

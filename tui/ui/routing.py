@@ -94,7 +94,8 @@ class EventRouter:
         self._snapshots[event.pane_id] = event
 
     def _tool_started(self, event: ToolCallStarted) -> None:
-        self.panes.agent_acted(event.actor)
+        if not self._replay:  # a saved call's pane belonged to an earlier run's tmux server
+            self.panes.agent_acted(event.actor)
 
     def _approval_requested(self, event: ApprovalRequested) -> None:
         if not self._replay:

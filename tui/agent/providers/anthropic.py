@@ -38,10 +38,12 @@ from tui.agent.providers.base import (
 )
 from tui.agent.providers.http import HttpProvider
 from tui.agent.providers.retry import (
-    DEFAULT_TIMEOUT,
+    DEFAULT_DEADLINE,
+    DEFAULT_IDLE_TIMEOUT,
     error_message_from_body,
 )
 from tui.agent.providers.sse import aiter_sse_bytes, drain_rest
+from tui.agent.providers.wire_json import load_object
 from tui.safe_text import loads_strict
 
 __all__ = [
@@ -443,15 +445,9 @@ def build_request_body(
     return body
 
 
-def _load(raw: bytes | str, what: str) -> dict[str, Any]:
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-        raise ProviderError(f"Anthropic API sent {what} that is not JSON: {text[:200]!r}") from None
-    if not isinstance(data, dict):
-        raise ProviderError(f"Anthropic API sent {what} that is not a JSON object")
-    return data
+def _load(raw: bytes | str, what: str, *, stream: bool = False) -> dict[str, Any]:
+    """A malformed stream event is retried like a cut stream (``load_object``)."""
+    return load_object(raw, what, "Anthropic API", retryable=stream)
 
 
 class AnthropicProvider(HttpProvider):
@@ -471,8 +467,10 @@ class AnthropicProvider(HttpProvider):
         client: httpx.AsyncClient | None = None,
         max_retries: int = 4,
         max_tokens: int = DEFAULT_MAX_TOKENS,
-        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        timeout: float | httpx.Timeout | None = None,
         backoff_base: float = 0.5,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        deadline: float = DEFAULT_DEADLINE,
         thinking_budget: int | None = None,
         cache: bool = True,
     ) -> None:
@@ -490,6 +488,8 @@ class AnthropicProvider(HttpProvider):
             max_retries=max_retries,
             timeout=timeout,
             backoff_base=backoff_base,
+            idle_timeout=idle_timeout,
+            deadline=deadline,
         )
         # ANTHROPIC_BASE_URL has no /v1, but forgive it.
         self.base_url = self.base_url.removesuffix("/v1")
@@ -545,7 +545,13 @@ class AnthropicProvider(HttpProvider):
             async for sse in events:
                 if not sse.data.strip():
                     continue
-                for event in assembler.feed(sse.event, _load(sse.data, "a stream event")):
+                try:
+                    loaded = _load(sse.data, "a stream event", stream=True)
+                except ProviderError:
+                    if sse.complete:
+                        raise
+                    break  # the connection closed mid-line: judged below as any early end
+                for event in assembler.feed(sse.event, loaded):
                     yield event
                 if assembler.stopped:
                     await drain_rest(events)

@@ -142,7 +142,30 @@ class ReasoningDelta:
     text: str
 
 
-ProviderEvent = TextDelta | ReasoningDelta | ToolCallDelta | UsageReport | Completed
+@dataclass
+class Retrying:
+    """The request failed before its answer was whole, and goes again after ``delay``.
+
+    Nothing runs before an answer is whole (tools start after ``Completed``), so any failure
+    of the request is safe to retry. When ``discard`` is set, events of the failed attempt
+    already reached the consumer: it must drop what it built from them (a half-shown text is
+    closed as cut off), since the next attempt starts the answer again from its beginning.
+    """
+
+    reason: str
+    delay: float
+    attempt: int
+    """The attempt about to start (2 for the first retry)."""
+    attempts: int
+    discard: bool = False
+
+    def describe(self) -> str:
+        """``retrying in 2 s (the stream was cut off mid-answer), attempt 2 of 4``."""
+        wait = f"{self.delay:.1f}" if self.delay < 10 else f"{self.delay:.0f}"
+        return f"retrying in {wait} s ({self.reason}), attempt {self.attempt} of {self.attempts}"
+
+
+ProviderEvent = TextDelta | ReasoningDelta | ToolCallDelta | UsageReport | Completed | Retrying
 
 
 class ProviderError(AgentTuiError):
@@ -181,6 +204,9 @@ class Provider(ABC):
         max_tokens: int | None = None,
     ) -> AsyncIterator[ProviderEvent]:
         """Send one request and yield its events; the last one is always ``Completed``.
+
+        A failure before the answer is whole is retried (with backoff, bounded by the idle
+        timeout and the deadline) and announced by a ``Retrying`` event first.
 
         ``tools`` are definitions in this provider's own format (from
         ``ToolRegistry.definitions``); an empty list means the request has no ``tools`` key.

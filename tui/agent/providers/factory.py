@@ -44,11 +44,14 @@ def make_provider(
     api: Literal["chat", "responses"] | None = None,
     thinking_budget: int | None = None,
     reasoning_effort: str | None = None,
+    idle_timeout: float | None = None,
+    deadline: float | None = None,
 ) -> Provider:
     """A ready provider; ``environ`` defaults to the user's environment with the keys
     agent-tui took out of its own (tests pass their own). ``api="responses"`` turns
     ``openai`` into ``openai-responses``; ``thinking_budget`` is for Anthropic,
-    ``reasoning_effort`` for the OpenAI APIs.
+    ``reasoning_effort`` for the OpenAI APIs; ``idle_timeout`` and ``deadline`` (seconds,
+    None: the defaults) bound waits and retries.
 
     Raises:
         ProviderError: unknown provider name, or no key for the official endpoint.
@@ -67,6 +70,10 @@ def make_provider(
             f"{key_var} is not set. Export it, or set {url_var} to a server that needs no key."
         )
     # Imported here so that naming a provider (or --version) does not load httpx.
+    from tui.agent.providers.retry import DEFAULT_DEADLINE, DEFAULT_IDLE_TIMEOUT
+
+    idle = DEFAULT_IDLE_TIMEOUT if idle_timeout is None else idle_timeout
+    until = DEFAULT_DEADLINE if deadline is None else deadline
     if name == "openai":
         from tui.agent.providers.openai import DEFAULT_BASE_URL, OpenAIProvider
 
@@ -76,6 +83,8 @@ def make_provider(
             base_url=url or DEFAULT_BASE_URL,
             stream=stream,
             reasoning_effort=reasoning_effort,
+            idle_timeout=idle,
+            deadline=until,
         )
     if name == "openai-responses":
         from tui.agent.providers.responses import DEFAULT_BASE_URL as RESPONSES_URL
@@ -87,6 +96,8 @@ def make_provider(
             base_url=url or RESPONSES_URL,
             stream=stream,
             reasoning_effort=reasoning_effort,
+            idle_timeout=idle,
+            deadline=until,
         )
     from tui.agent.providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
     from tui.agent.providers.anthropic import AnthropicProvider
@@ -97,4 +108,6 @@ def make_provider(
         base_url=url or ANTHROPIC_URL,
         stream=stream,
         thinking_budget=thinking_budget,
+        idle_timeout=idle,
+        deadline=until,
     )

@@ -11,7 +11,13 @@ from typing import ClassVar
 import httpx
 
 from tui.agent.providers.base import Provider
-from tui.agent.providers.retry import ApiInfo, RetryPolicy, Transport
+from tui.agent.providers.retry import (
+    DEFAULT_DEADLINE,
+    DEFAULT_IDLE_TIMEOUT,
+    ApiInfo,
+    RetryPolicy,
+    Transport,
+)
 
 
 class HttpProvider(Provider):
@@ -31,9 +37,18 @@ class HttpProvider(Provider):
         stream: bool,
         client: httpx.AsyncClient | None,
         max_retries: int,
-        timeout: float | httpx.Timeout,
+        timeout: float | httpx.Timeout | None,
         backoff_base: float,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        deadline: float = DEFAULT_DEADLINE,
     ) -> None:
+        """``timeout``: httpx's own (None: from ``idle_timeout``); ``idle_timeout`` and
+        ``deadline`` bound waits and retries (``RetryPolicy``)."""
+        if not stream:
+            # Nothing comes back before the whole answer: only the deadline can bound it.
+            idle_timeout = max(idle_timeout, deadline)
+        if timeout is None:
+            timeout = httpx.Timeout(connect=15.0, read=idle_timeout, write=60.0, pool=30.0)
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.streaming = stream
@@ -45,7 +60,12 @@ class HttpProvider(Provider):
                 secrets=(api_key,) if api_key else (),
                 key_set=bool(api_key),
             ),
-            policy=RetryPolicy(attempts=max_retries, backoff_base=backoff_base),
+            policy=RetryPolicy(
+                attempts=max_retries,
+                backoff_base=backoff_base,
+                idle_timeout=idle_timeout,
+                deadline=deadline,
+            ),
             client=client,
             timeout=timeout,
         )

@@ -37,10 +37,12 @@ from tui.agent.providers.base import (
 )
 from tui.agent.providers.http import HttpProvider
 from tui.agent.providers.retry import (
-    DEFAULT_TIMEOUT,
+    DEFAULT_DEADLINE,
+    DEFAULT_IDLE_TIMEOUT,
     error_message_from_body,
 )
 from tui.agent.providers.sse import aiter_sse_bytes, drain_rest
+from tui.agent.providers.wire_json import load_object
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -360,15 +362,9 @@ def _is_json(response: httpx.Response) -> bool:
     return "json" in response.headers.get("content-type", "").lower()
 
 
-def _load(raw: bytes | str, what: str) -> dict[str, Any]:
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-        raise ProviderError(f"OpenAI API sent {what} that is not JSON: {text[:200]!r}") from None
-    if not isinstance(data, dict):
-        raise ProviderError(f"OpenAI API sent {what} that is not a JSON object")
-    return data
+def _load(raw: bytes | str, what: str, *, stream: bool = False) -> dict[str, Any]:
+    """A malformed stream event is retried like a cut stream (``load_object``)."""
+    return load_object(raw, what, "OpenAI API", retryable=stream)
 
 
 class OpenAIProvider(HttpProvider):
@@ -387,8 +383,10 @@ class OpenAIProvider(HttpProvider):
         stream: bool = True,
         client: httpx.AsyncClient | None = None,
         max_retries: int = 4,
-        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        timeout: float | httpx.Timeout | None = None,
         backoff_base: float = 0.5,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        deadline: float = DEFAULT_DEADLINE,
         max_tokens_field: Literal["max_tokens", "max_completion_tokens"] | None = None,
         reasoning_effort: str | None = None,
     ) -> None:
@@ -407,6 +405,8 @@ class OpenAIProvider(HttpProvider):
             max_retries=max_retries,
             timeout=timeout,
             backoff_base=backoff_base,
+            idle_timeout=idle_timeout,
+            deadline=deadline,
         )
         self.reasoning_effort = reasoning_effort or None
         if max_tokens_field is None:
@@ -471,7 +471,12 @@ class OpenAIProvider(HttpProvider):
                     done = True
                     await drain_rest(events)
                     break
-                chunk = _load(data, "a stream chunk")
+                try:
+                    chunk = _load(data, "a stream chunk", stream=True)
+                except ProviderError:
+                    if sse.complete:
+                        raise
+                    break  # the connection closed mid-line: judged below as any early end
                 if sse.event == "error" and "error" not in chunk:
                     chunk = {"error": chunk}
                 for event in assembler.feed(chunk):

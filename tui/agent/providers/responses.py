@@ -45,10 +45,12 @@ from tui.agent.providers.context_errors import (
 )
 from tui.agent.providers.http import HttpProvider
 from tui.agent.providers.retry import (
-    DEFAULT_TIMEOUT,
+    DEFAULT_DEADLINE,
+    DEFAULT_IDLE_TIMEOUT,
     error_message_from_body,
 )
 from tui.agent.providers.sse import aiter_sse_bytes, drain_rest
+from tui.agent.providers.wire_json import load_object
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -371,17 +373,9 @@ def build_request_body(
     return body
 
 
-def _load(raw: bytes | str, what: str) -> dict[str, Any]:
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-        raise ProviderError(
-            f"OpenAI Responses API sent {what} that is not JSON: {text[:200]!r}"
-        ) from None
-    if not isinstance(data, dict):
-        raise ProviderError(f"OpenAI Responses API sent {what} that is not a JSON object")
-    return data
+def _load(raw: bytes | str, what: str, *, stream: bool = False) -> dict[str, Any]:
+    """A malformed stream event is retried like a cut stream (``load_object``)."""
+    return load_object(raw, what, "OpenAI Responses API", retryable=stream)
 
 
 class ResponsesProvider(HttpProvider):
@@ -400,8 +394,10 @@ class ResponsesProvider(HttpProvider):
         stream: bool = True,
         client: httpx.AsyncClient | None = None,
         max_retries: int = 4,
-        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        timeout: float | httpx.Timeout | None = None,
         backoff_base: float = 0.5,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        deadline: float = DEFAULT_DEADLINE,
         reasoning_effort: str | None = None,
     ) -> None:
         """``max_retries`` counts every attempt, the first included; ``reasoning_effort``
@@ -416,6 +412,8 @@ class ResponsesProvider(HttpProvider):
             max_retries=max_retries,
             timeout=timeout,
             backoff_base=backoff_base,
+            idle_timeout=idle_timeout,
+            deadline=deadline,
         )
         self.reasoning_effort = reasoning_effort or None
 
@@ -469,7 +467,13 @@ class ResponsesProvider(HttpProvider):
                 data = sse.data.strip()
                 if not data or data == "[DONE]":
                     continue
-                for event in assembler.feed(_load(data, "a stream event")):
+                try:
+                    loaded = _load(data, "a stream event", stream=True)
+                except ProviderError:
+                    if sse.complete:
+                        raise
+                    break  # the connection closed mid-line: judged below as any early end
+                for event in assembler.feed(loaded):
                     yield event
                 if assembler.response is not None:
                     await drain_rest(events)

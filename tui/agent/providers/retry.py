@@ -1,10 +1,17 @@
 """Sending one model request with retries, shared by every provider.
 
-Model APIs fail in ordinary ways (overload, rate limits, a dropped connection), and a retry a
-moment later usually works, so a turn should not die on the first 529. But a retry must never
-replay half an answer: once the first event has reached the caller, the text is on screen and
-a second attempt would duplicate or contradict it. So retries happen only before the first
-event, and a failure after it is a ``StreamInterrupted`` the loop can report.
+Model APIs fail in ordinary ways (overload, rate limits, a dropped connection, a stream cut
+or garbled mid-answer, a server that goes quiet), and a retry a moment later usually works, so
+a turn should not die on the first 529. Every such failure happens before the answer is whole,
+and nothing runs before then (tools start after ``Completed``), so every one is retried: when
+events of the failed attempt already reached the caller, the ``Retrying`` event that announces
+the retry tells it to drop them (``discard``), since the next attempt starts the answer over.
+
+Two clocks bound it. ``idle_timeout``: the longest wait for the server's next event, from
+connecting to the last byte; keep-alive comments and pings do not count as events, so a stream
+of keep-alives alone ends too. ``deadline``: no retry starts, and no pause is waited, past it;
+an answer that keeps streaming is never cut by it. Each retry is announced before its pause
+("retrying in 2 s (reason)"), so neither a person nor a script waits without knowing why.
 
 Every message built here may reach the screen or a log, so none includes request headers,
 and each passes through ``ApiInfo.scrub`` to remove the API key even if a server echoes it.
@@ -25,10 +32,12 @@ from typing import Any
 
 import httpx
 
-from tui.agent.providers.base import ProviderError, ProviderEvent, StreamInterrupted
+from tui.agent.providers.base import ProviderError, ProviderEvent, Retrying, StreamInterrupted
 from tui.agent.providers.context_errors import classify as classify_context_error
 
 __all__ = [
+    "DEFAULT_DEADLINE",
+    "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_TIMEOUT",
     "ApiInfo",
     "ResponseParser",
@@ -40,6 +49,12 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+DEFAULT_IDLE_TIMEOUT = 120.0
+"""Seconds without an event from the model before an attempt is given up (``[provider]
+idle_timeout``); keep-alives do not count."""
+DEFAULT_DEADLINE = 600.0
+"""Seconds after which no retry starts (``[provider] request_timeout``)."""
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 """Besides every 5xx: timeouts, lock conflicts and rate limits, as the official SDKs do."""
@@ -81,6 +96,10 @@ class RetryPolicy:
     backoff_max: float = 20.0
     retry_after_cap: float = 60.0
     """A server asking for a longer pause gets this much; the user is waiting."""
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    """The longest wait for the server's next event (keep-alives do not count)."""
+    deadline: float = DEFAULT_DEADLINE
+    """Seconds from the first attempt after which no retry starts and no pause is waited."""
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait after failed try number ``attempt`` (1-based).
@@ -212,12 +231,14 @@ async def stream_with_retries(
     api: ApiInfo,
     policy: RetryPolicy,
 ) -> AsyncIterator[ProviderEvent]:
-    """POST ``body`` and yield ``parse``'s events, retrying only while nothing was yielded.
+    """POST ``body`` and yield ``parse``'s events, retrying every failure before the answer
+    is whole (see the module docstring).
 
-    ``async with client.stream`` keeps the response tied to this generator, so cancelling the
-    consumer (or closing the generator) closes the connection at once.
+    The response is opened and closed inside this generator, so cancelling the consumer (or
+    closing the generator) closes the connection at once.
     """
     attempts = max(1, policy.attempts)
+    started = time.monotonic()
     for attempt in range(1, attempts + 1):
         answering = False  # a 2xx status arrived: failures from here on cut a stream
         yielded = False
@@ -225,58 +246,75 @@ async def stream_with_retries(
         detail: str | None = None
         failure: ProviderError
         try:
-            async with client.stream("POST", url, json=body, headers=headers) as response:
+            request = client.build_request("POST", url, json=body, headers=headers)
+            async with asyncio.timeout(policy.idle_timeout):
+                response = await client.send(request, stream=True)
+            try:
                 if response.is_success:
                     answering = True
                     async with aclosing(parse(response)) as events:
-                        async for event in events:
+                        while True:
+                            async with asyncio.timeout(policy.idle_timeout):
+                                try:
+                                    event = await anext(events)
+                                except StopAsyncIteration:
+                                    break
                             yielded = True
                             yield event
                     return
-                raw = await _read_error_body(response)
-                message = api.scrub(error_message_from_body(raw, response.reason_phrase))
-                too_long = classify_context_error(response.status_code, raw, message)
-                if too_long is not None:  # retrying the same request cannot help
-                    raise too_long
-                failure = status_error(api, response.status_code, message, attempt)
-                if not failure.retryable:
-                    raise failure
-                retry_after = parse_retry_after(response.headers)
+                async with asyncio.timeout(policy.idle_timeout):
+                    raw = await _read_error_body(response)
+            finally:
+                await response.aclose()
+            message = api.scrub(error_message_from_body(raw, response.reason_phrase))
+            too_long = classify_context_error(response.status_code, raw, message)
+            if too_long is not None:  # retrying the same request cannot help
+                raise too_long
+            failure = status_error(api, response.status_code, message, attempt)
+            if not failure.retryable:
+                raise failure
+            retry_after = parse_retry_after(response.headers)
+        except TimeoutError:
+            quiet = f"no word from the {api.name} for {policy.idle_timeout:g} s"
+            failure = (
+                StreamInterrupted(f"{quiet} mid-answer", retryable=True)
+                if answering
+                else ProviderError(f"{quiet} ({_where(url)})", retryable=True)
+            )
         except httpx.TransportError as error:
             detail = _describe_transport(error)
-            if yielded:
-                raise StreamInterrupted(
-                    api.scrub(f"the {api.name} stream was cut off mid-answer ({detail})"),
-                    retryable=True,
-                ) from None
-            if answering:
-                failure = StreamInterrupted(
-                    f"the {api.name} stream was cut off before any output", retryable=True
-                )
-            elif isinstance(error, httpx.ConnectError | httpx.ConnectTimeout):
-                failure = ProviderError(
-                    f"could not reach the {api.name} at {_where(url)}", retryable=True
-                )
-            else:
-                failure = ProviderError(
-                    f"the {api.name} at {_where(url)} did not answer", retryable=True
-                )
+            failure = _transport_failure(error, api, url, answering=answering, yielded=yielded)
         except ProviderError as error:
-            if yielded or not error.retryable:
+            if not error.retryable:
                 raise _scrubbed(error, api) from None
-            failure = error
-        if attempt == attempts:
-            raise _final(failure, detail, api, attempts) from None
+            failure = _scrubbed(error, api)
         pause = policy.delay(attempt, retry_after)
-        log.info(
-            "%s request failed (%s); retrying in %.2fs (attempt %d of %d)",
-            api.name,
-            api.scrub(f"{failure.msg}: {detail}" if detail else failure.msg),
-            pause,
-            attempt + 1,
-            attempts,
-        )
+        left = policy.deadline - (time.monotonic() - started)
+        if attempt == attempts or pause > left:
+            raise _final(failure, detail, api, attempt, deadline=pause > left) from None
+        reason = api.scrub(failure.msg)
+        log.info("%s request failed (%s); retrying in %.2fs", api.name, reason, pause)
+        yield Retrying(reason, pause, attempt + 1, attempts, discard=yielded)
         await asyncio.sleep(pause)
+
+
+def _transport_failure(
+    error: httpx.TransportError, api: ApiInfo, url: str, *, answering: bool, yielded: bool
+) -> ProviderError:
+    if yielded:
+        return StreamInterrupted(
+            api.scrub(
+                f"the {api.name} stream was cut off mid-answer ({_describe_transport(error)})"
+            ),
+            retryable=True,
+        )
+    if answering:
+        return StreamInterrupted(
+            f"the {api.name} stream was cut off before any output", retryable=True
+        )
+    if isinstance(error, httpx.ConnectError | httpx.ConnectTimeout):
+        return ProviderError(f"could not reach the {api.name} at {_where(url)}", retryable=True)
+    return ProviderError(f"the {api.name} at {_where(url)} did not answer", retryable=True)
 
 
 async def _read_error_body(response: httpx.Response, limit: int = 64 * 1024) -> bytes:
@@ -301,20 +339,24 @@ def _scrubbed(error: ProviderError, api: ApiInfo) -> ProviderError:
 
 
 def _final(
-    failure: ProviderError, detail: str | None, api: ApiInfo, attempts: int
+    failure: ProviderError, detail: str | None, api: ApiInfo, attempts: int, *, deadline: bool
 ) -> ProviderError:
-    """The last failure, reworded to say how many tries were made."""
-    if failure.status is not None:
-        return _scrubbed(failure, api)  # status_error already counted the attempts
-    tries = "attempt" if attempts == 1 else "attempts"
-    suffix = f": {detail}" if detail else ""
-    text = api.scrub(f"{failure.msg} after {attempts} {tries}{suffix}")
+    """The last failure, reworded to say how many tries were made (and that the deadline,
+    not the number of tries, ended them)."""
+    ended = " (the request deadline, [provider] request_timeout, was reached)" if deadline else ""
+    if failure.status is not None:  # status_error already counted the attempts
+        text = api.scrub(failure.msg + ended)
+    else:
+        tries = "attempt" if attempts == 1 else "attempts"
+        suffix = f": {detail}" if detail and detail not in failure.msg else ""
+        text = api.scrub(f"{failure.msg} after {attempts} {tries}{suffix}{ended}")
     cls = StreamInterrupted if isinstance(failure, StreamInterrupted) else ProviderError
-    return cls(text, retryable=failure.retryable)
+    return cls(text, status=failure.status, retryable=failure.retryable)
 
 
-DEFAULT_TIMEOUT = httpx.Timeout(connect=15.0, read=300.0, write=60.0, pool=30.0)
-"""``read`` is the longest silence between two chunks: a model may think for minutes."""
+DEFAULT_TIMEOUT = httpx.Timeout(connect=15.0, read=DEFAULT_IDLE_TIMEOUT, write=60.0, pool=30.0)
+"""httpx's own limits; the idle timeout above is the one that counts (keep-alives reset
+``read``, not it)."""
 
 
 class Transport:

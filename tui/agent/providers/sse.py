@@ -14,6 +14,7 @@ sequence), so a chunk boundary may fall anywhere, even between ``\\r`` and ``\\n
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from dataclasses import dataclass, field
@@ -40,6 +41,9 @@ class SSEEvent:
     event: str = "message"
     id: str | None = None
     retry: int | None = None
+    complete: bool = field(default=True, compare=False)
+    """False for an event flushed at the end of a stream whose last line had no line end:
+    the connection may have closed in the middle of it."""
 
 
 @dataclass
@@ -166,6 +170,7 @@ async def aiter_sse_bytes(chunks: AsyncIterable[bytes]) -> AsyncIterator[SSEEven
             event = decoder.feed(line)
             if event is not None:
                 yield event
+    cut = bool(buffer) and not buffer.endswith(b"\r")  # a last line without its line end
     for raw in split_lines(buffer, final=True):
         line = _strip_bom(_decode(raw), first)
         first = False
@@ -174,7 +179,7 @@ async def aiter_sse_bytes(chunks: AsyncIterable[bytes]) -> AsyncIterator[SSEEven
             yield event
     pending = decoder.flush()
     if pending is not None:
-        yield pending
+        yield dataclasses.replace(pending, complete=not cut) if cut else pending
 
 
 def _strip_bom(line: str, first: bool) -> str:

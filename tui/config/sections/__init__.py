@@ -8,7 +8,28 @@ model that gathers them is ``tui.config.settings``.
 
 from __future__ import annotations
 
-from pydantic import ConfigDict
+from typing import Annotated
+from urllib.parse import urlsplit
 
-SECTION = ConfigDict(extra="forbid")
-"""The ``model_config`` of every section: unknown keys are errors."""
+from pydantic import AfterValidator, ConfigDict
+
+SECTION = ConfigDict(extra="forbid", allow_inf_nan=False)
+"""The ``model_config`` of every section: unknown keys are errors, and so are ``inf`` and
+``nan`` (TOML has them; no timeout or size means them)."""
+
+
+def _http_url(value: str) -> str:
+    """Caught at its line, not when the first request fails."""
+    try:
+        parts = urlsplit(value.strip())
+        port = parts.port  # reading it checks it (a port past 65535 raises)
+    except ValueError as error:
+        raise ValueError(f"not a usable URL: {error}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("expected an http:// or https:// URL with a host")
+    del port
+    return value
+
+
+HttpUrl = Annotated[str, AfterValidator(_http_url)]
+"""A URL requests are sent to: ``http(s)://host[:port]/…``, checked when the config loads."""

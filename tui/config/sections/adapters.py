@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from tui.config.sections import SECTION
+from tui.config.sections import SECTION, HttpUrl
 
 
 class McpServerSettings(BaseModel):
@@ -20,7 +20,7 @@ class McpServerSettings(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     """Variables added to the server's environment (it also gets the usual safe ones)."""
     cwd: str | None = None
-    url: str | None = None
+    url: HttpUrl | None = None
     """A streamable-HTTP endpoint, e.g. ``http://127.0.0.1:8000/mcp``."""
     headers: dict[str, str] = Field(default_factory=dict)
     """Sent with every HTTP request (``Authorization``, say)."""
@@ -63,7 +63,7 @@ class OpenApiSpecSettings(BaseModel):
 
     spec: str
     """A file path, an http(s) URL, or the spec text itself (YAML or JSON)."""
-    base_url: str | None = None
+    base_url: HttpUrl | None = None
     """Overrides the spec's first ``servers`` entry."""
     tags: list[str] = Field(default_factory=list)
     """Only operations with one of these tags (empty: all)."""

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr, model_validator
 
-from tui.config.sections import SECTION
+from tui.config.sections import SECTION, HttpUrl
 
 ProviderName = Literal["openai", "openai-responses", "anthropic"]
 
@@ -35,7 +35,7 @@ class ProviderSettings(BaseModel):
     """For ``openai``: ``responses`` talks to the Responses API (as ``openai-responses``)."""
     model: str | None = None
     """The model id; left unset it follows ``name`` (gpt-4.1 / claude-sonnet-4-5)."""
-    base_url: str | None = None
+    base_url: HttpUrl | None = None
     """An OpenAI- or Anthropic-compatible endpoint (a proxy, a local server)."""
     api_key: SecretStr | None = None
     """Discouraged: prefer OPENAI_API_KEY / ANTHROPIC_API_KEY in the environment, which never
@@ -44,8 +44,12 @@ class ProviderSettings(BaseModel):
     """Stream tokens as they arrive (off only for endpoints that cannot stream)."""
     max_tokens: int | None = Field(default=None, gt=0)
     """Cap on the tokens of one answer; unset uses the provider's own default."""
-    request_timeout: float = Field(default=600, gt=0)
-    """Seconds one model request may take before it is abandoned."""
+    request_timeout: float = Field(default=600, gt=0, allow_inf_nan=False)
+    """The deadline of one model request, in seconds: past it no retry starts and no pause
+    is waited (an answer still streaming is never cut by it)."""
+    idle_timeout: float = Field(default=120, gt=0, allow_inf_nan=False)
+    """Seconds without an event from the model before an attempt is given up and retried:
+    from connecting to the end of the answer; keep-alives do not count."""
     context_window: int | None = Field(default=None, ge=1024)
     """The model's window in tokens; unset uses a table of known model families (and a
     smaller limit a server states in an error is always believed)."""

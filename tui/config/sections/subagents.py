@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from tui.config.sections import SECTION
+from tui.config.sections import SECTION, HttpUrl
 
 ThinkingLevel = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 
@@ -35,7 +35,7 @@ class SubAgentSettings(BaseModel):
     ``provider`` differs)."""
     provider: Literal["openai", "openai-responses", "anthropic"] | None = None
     """Another provider; its key comes from the environment (ANTHROPIC_API_KEY, ...)."""
-    base_url: str | None = None
+    base_url: HttpUrl | None = None
     """Another endpoint for its requests (from a workspace file, this waits for trust)."""
     max_turns: int | None = Field(default=None, ge=1, le=200)
     """Model requests it may make per call; unset: ``[agent] subagent_max_turns``."""

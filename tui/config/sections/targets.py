@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+import re
+
+from pydantic import BaseModel, Field, field_validator
 
 from tui.config.sections import SECTION
+
+_PORT = re.compile(r"(?:^\[[^\]]*\]|^[^:\[\]]*):([^:]*)$")
+"""The port of ``user@host:PORT`` or ``[v6]:PORT`` (a bare IPv6 address has no port)."""
 
 
 class TmuxSettings(BaseModel):
@@ -12,9 +17,10 @@ class TmuxSettings(BaseModel):
 
     model_config = SECTION
 
-    socket_name: str | None = None
-    """A private tmux socket (``tmux -L``); unset uses a per-user agent-tui socket."""
-    session: str | None = None
+    socket_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+$")
+    """The base of agent-tui's tmux sockets (``tmux -L``; unset: ``agent-tui``): each instance
+    runs its own server on ``<base>-<id>``, and a fixed ``session`` lives on the base one."""
+    session: str | None = Field(default=None, pattern=r"[A-Za-z0-9_-]")
     """A fixed session name, shared by every instance that uses it; unset gives each app
     instance and headless run its own session, named after the workspace (``atui-NAME-ID``)."""
     keep_session: bool = False
@@ -28,7 +34,7 @@ class TmuxSettings(BaseModel):
     allow_user_pane_capture: bool = False
     """Let ``tmux_capture_pane user_pane=true`` read your own tmux pane (``$TMUX_PANE``) when
     agent-tui runs inside tmux. Only your own config can set it, never a workspace's."""
-    history_limit: int = Field(default=50000, ge=0)
+    history_limit: int = Field(default=50000, ge=0, le=2**31 - 1)
     """Scroll-back lines kept per pane."""
 
 
@@ -39,6 +45,21 @@ class SshSettings(BaseModel):
 
     host: str | None = None
     """``user@host[:port]`` or an alias from ~/.ssh/config."""
+
+    @field_validator("host")
+    @classmethod
+    def _usable_host(cls, value: str | None) -> str | None:
+        """Caught here, at its line, rather than when the connection is made."""
+        if value is None:
+            return None
+        text = value.strip().removeprefix("ssh://").rstrip("/")
+        if not text or any(char.isspace() for char in text) or text.endswith("@"):
+            raise ValueError("expected user@host[:port] or an ssh config alias")
+        found = _PORT.search(text.rsplit("@", 1)[-1])
+        if found and not (found.group(1).isdigit() and 0 < int(found.group(1)) < 65536):
+            raise ValueError(f"the port must be a number from 1 to 65535 (got {found.group(1)!r})")
+        return value
+
     identity_file: str | None = None
     """A private key file; unset uses the agent and ssh config."""
     known_hosts: str | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, RootModel
 
-from tui.config.sections import SECTION
+from tui.config.sections import SECTION, HttpUrl
 
 
 class ToolsSettings(RootModel[dict[str, bool]]):
@@ -30,7 +30,7 @@ class WebSettings(BaseModel):
 
     model_config = SECTION
 
-    search_url: str | None = None
+    search_url: HttpUrl | None = None
     """A SearXNG instance's search URL (its JSON API is used), e.g.
     ``http://127.0.0.1:8888/search``; unset uses DuckDuckGo's HTML endpoint."""
 

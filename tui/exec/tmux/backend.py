@@ -31,7 +31,7 @@ from tui.exec.backend import BackendError, ChunkSink, ExecResult, ExecutionBacke
 from tui.exec.local import LocalBackend
 from tui.exec.sandbox.explain import sandbox_notes
 from tui.exec.sandbox.sandbox import Sandbox
-from tui.exec.tmux import lifecycle
+from tui.exec.tmux import lifecycle, teardown
 from tui.exec.tmux.clients import ClientPool
 from tui.exec.tmux.feed import PaneFeed
 from tui.exec.tmux.guard import check_shared_shell
@@ -70,6 +70,8 @@ class TmuxBackend(ExecutionBackend):
             sessions the tools created) unless it is kept.
         keep_session: Mark the session kept from the start (``[tmux] keep_session``).
         sandbox: Where the panes' shells start (default: the host's, for a local host).
+        take_turns: The server is shared by instances (a fixed ``[tmux] session``): attach
+            and create holding its start lock (``start_lock``).
     """
 
     SUPPORTS_TMUX = True
@@ -95,6 +97,7 @@ class TmuxBackend(ExecutionBackend):
         own_session: bool = False,
         keep_session: bool = False,
         sandbox: Sandbox | None = None,
+        take_turns: bool = False,
     ) -> None:
         if not host.SUPPORTS_SPAWN:
             raise BackendError(f"{host.actor} cannot host tmux: it cannot start processes")
@@ -117,6 +120,7 @@ class TmuxBackend(ExecutionBackend):
         self.keep_session = keep_session
         self.sandbox = sandbox if sandbox is not None else getattr(host, "sandbox", None)
         self._shells = PaneShells(shell, self.sandbox)
+        self.take_turns = take_turns
         self._notices: list[str] = []
         """Notices from calls that return none (send_keys, list_…): the next run or capture
         reports them, so a recreated pane is never silent."""
@@ -133,6 +137,7 @@ class TmuxBackend(ExecutionBackend):
             default_cwd=default_cwd,
             on_output=self._feed.on_output,
             on_notification=self._on_notification,
+            take_turns=take_turns,
         )
         setup = PaneSetup(
             self._clients,
@@ -514,12 +519,16 @@ class TmuxBackend(ExecutionBackend):
         self._panes.stop_checking()
         if self.own_session and self._shared.started_once:
             try:
-                await lifecycle.end_sessions(
-                    self.place,
-                    self.owner,
-                    [self.default_session, *sorted(self.created_sessions)],
-                    client=self._clients.known(self.default_session),
+                ending = await lifecycle.ending_sessions(
+                    self.place, self.owner, [self.default_session, *sorted(self.created_sessions)]
                 )
+                # First whatever runs in their panes, detached jobs too: they outlive a kill.
+                await teardown.stop_panes(self.place, ending)
+                await lifecycle.kill_sessions(
+                    self.place, ending, client=self._clients.known(self.default_session)
+                )
+                if ending and not self.take_turns:  # a server of its own: nothing else there
+                    await teardown.forget_server(self.place)
             except (BackendError, OSError) as error:
                 log.warning("could not close tmux session %s: %s", self.default_session, error)
         await self._clients.close()

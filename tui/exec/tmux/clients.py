@@ -18,6 +18,7 @@ from tui.exec.backend import ExecutionBackend
 from tui.exec.tmux import lifecycle
 from tui.exec.tmux.control import ControlClient, ControlClosed
 from tui.exec.tmux.sessions import OWNER_OPTION, PLACEHOLDER, NotOurs, session_owner
+from tui.exec.tmux.start_lock import start_turn
 
 SessionOutput = Callable[[str, str, bytes], None]
 """``(session, pane id, data)``: a ``%output`` heard by the client of ``session``."""
@@ -61,8 +62,12 @@ class ClientPool:
         default_cwd: str | None,
         on_output: SessionOutput,
         on_notification: SessionNotification,
+        take_turns: bool = False,
     ) -> None:
         self.host = host
+        self.take_turns = take_turns
+        """Attach or create only while holding the server's start lock (a server shared by
+        instances: ``start_lock``)."""
         self.socket_name = socket_name
         self.config = config
         self.env = dict(env) if env is not None else None
@@ -126,33 +131,40 @@ class ClientPool:
             existing = self.open_client(session)
             if existing is not None:
                 return existing, False, ""
-            why = ""
-            created = False
-            try:
-                client = await self._spawn(session, "attach-session", "-t", f"={session}")
-            except ControlClosed as error:
-                if not create:
-                    raise NotOurs(f"no tmux session {session} ({error.msg})") from None
-                down = any(text in error.msg for text in _SERVER_DOWN)
-                why = (
-                    f"the tmux server (socket {self.socket_name}) had stopped"
-                    if down
-                    else f"the shared session {session} was gone"
-                )
-                args = ["new-session", "-s", session, "-x", str(self.width), "-y"]
-                args += [str(self.height)]
-                if self.default_cwd:
-                    args += ["-c", self.default_cwd.replace("#", "##")]
-                client = await self._spawn_new_session(session, args)
-                created = True
-            if not created and await session_owner(client, session) != self.owner:
-                await client.close()
-                raise NotOurs(
-                    f"tmux session {session} on socket {self.socket_name} exists but is not "
-                    f"agent-tui's (no {OWNER_OPTION} {self.owner}); pick another session name"
-                )
-            self._clients[session] = client
-            return client, created, why
+            if self.take_turns and self.place.local:
+                async with start_turn(self.place.socket_path()):
+                    return await self._connect(session, create=create)
+            return await self._connect(session, create=create)
+
+    async def _connect(self, session: str, *, create: bool) -> tuple[ControlClient, bool, str]:
+        """Attach to ``session``, or create it (and the server with it) when ``create``."""
+        why = ""
+        created = False
+        try:
+            client = await self._spawn(session, "attach-session", "-t", f"={session}")
+        except ControlClosed as error:
+            if not create:
+                raise NotOurs(f"no tmux session {session} ({error.msg})") from None
+            down = any(text in error.msg for text in _SERVER_DOWN)
+            why = (
+                f"the tmux server (socket {self.socket_name}) had stopped"
+                if down
+                else f"the shared session {session} was gone"
+            )
+            args = ["new-session", "-s", session, "-x", str(self.width), "-y"]
+            args += [str(self.height)]
+            if self.default_cwd:
+                args += ["-c", self.default_cwd.replace("#", "##")]
+            client = await self._spawn_new_session(session, args)
+            created = True
+        if not created and await session_owner(client, session) != self.owner:
+            await client.close()
+            raise NotOurs(
+                f"tmux session {session} on socket {self.socket_name} exists but is not "
+                f"agent-tui's (no {OWNER_OPTION} {self.owner}); pick another session name"
+            )
+        self._clients[session] = client
+        return client, created, why
 
     async def _spawn(self, session: str, *args: str) -> ControlClient:
         return await ControlClient.connect(

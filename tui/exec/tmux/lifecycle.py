@@ -27,6 +27,7 @@ from tui.exec.local import LocalBackend
 from tui.exec.tmux.control import ControlClient, ControlClosed, TmuxCommandError, quote
 from tui.exec.tmux.libtmux_loader import load_libtmux
 from tui.exec.tmux.naming import fresh_session_name
+from tui.exec.tmux.owner import HOST_OPTION, PID_OPTION, START_OPTION, Owner
 from tui.exec.tmux.sessions import OWNER_OPTION
 
 WORKSPACE_OPTION = "@agent_tui_workspace"
@@ -40,6 +41,9 @@ _SESSIONS = _SEP.join(
         f"#{{{WORKSPACE_OPTION}}}",
         f"#{{{KEPT_OPTION}}}",
         "#{session_created}",
+        f"#{{{HOST_OPTION}}}",
+        f"#{{{PID_OPTION}}}",
+        f"#{{{START_OPTION}}}",
     ]
 )
 _CLIENTS = _SEP.join(["#{session_name}", "#{client_control_mode}"])
@@ -94,6 +98,8 @@ class ServerSession:
     created: int
     held: bool
     """An agent-tui (a control-mode client) is attached to it now."""
+    agent: Owner | None = None
+    """The agent-tui process that made it (None: not recorded)."""
 
 
 @dataclass(frozen=True)
@@ -148,9 +154,9 @@ async def list_server(place: Place) -> list[ServerSession]:
     found = []
     for line in sessions:
         parts = line.split(_SEP)
-        if len(parts) != 5:
+        if len(parts) != 8:
             continue
-        name, owner, workspace, kept, created = parts
+        name, owner, workspace, kept, created, host, pid, start = parts
         found.append(
             ServerSession(
                 name,
@@ -159,6 +165,7 @@ async def list_server(place: Place) -> list[ServerSession]:
                 kept == "1",
                 int(created) if created.isdigit() else 0,
                 name in held,
+                Owner.parse(host, pid, start),
             )
         )
     return found
@@ -187,9 +194,15 @@ async def _list_remote(place: Place) -> tuple[list[str], list[str]]:
 async def tag_session(
     client: ControlClient, session: str, *, workspace: str | None, kept: bool
 ) -> None:
-    """Mark ``session`` as this workspace's; mark it kept when asked (never unmark here)."""
+    """Mark ``session`` as this workspace's and this process's (``owner``: the next start
+    tells a leftover by it); mark it kept when asked (never unmark here)."""
     target = quote(f"={session}:")
-    lines = []
+    me = Owner.me()
+    lines = [
+        f"set-option -t {target} {HOST_OPTION} {quote(me.host)}",
+        f"set-option -t {target} {PID_OPTION} {me.pid}",
+        f"set-option -t {target} {START_OPTION} {me.start}",
+    ]
     if workspace:
         lines.append(f"set-option -t {target} {WORKSPACE_OPTION} {quote(workspace)}")
     if kept:
@@ -217,20 +230,24 @@ async def is_kept(client: ControlClient, session: str) -> bool:
     return bool(lines) and lines[0].strip() == "1"
 
 
-async def end_sessions(
-    place: Place, owner: str, names: Sequence[str], *, client: ControlClient | None = None
-) -> list[str]:
-    """At quit: kill ``names`` (the instance's session first) unless that one is kept.
-
-    Only sessions carrying our owner tag are touched. Returns the names killed.
-    """
+async def ending_sessions(place: Place, owner: str, names: Sequence[str]) -> list[str]:
+    """At quit: which of ``names`` (the instance's session first) to end — all of those
+    carrying our owner tag, none when the instance's own session is kept."""
     if not names:
         return []
     listed = {info.name: info for info in await list_server(place)}
     own = listed.get(names[0])
     if own is None or own.owner != owner or own.kept:
         return []
-    doomed = [name for name in names if name in listed and listed[name].owner == owner]
+    return [name for name in names if name in listed and listed[name].owner == owner]
+
+
+async def end_sessions(
+    place: Place, owner: str, names: Sequence[str], *, client: ControlClient | None = None
+) -> list[str]:
+    """Kill what ``ending_sessions`` picks; returns the names killed. (``TmuxBackend.close``
+    stops what runs in their panes first: ``teardown``.)"""
+    doomed = await ending_sessions(place, owner, names)
     await kill_sessions(place, doomed, client=client)
     return doomed
 

@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 import re
+import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
 _PARSER: Parser | None = None
+_BUILDING = threading.Lock()
+"""Built once even when ``warm`` builds it in a thread while a command arrives."""
 
 
 def parser() -> Parser:
     """One parser for the process: building the language is the slow part, parsing is cheap."""
     global _PARSER
     if _PARSER is None:
-        import tree_sitter
-        import tree_sitter_bash
+        with _BUILDING:
+            if _PARSER is None:
+                import tree_sitter
+                import tree_sitter_bash
 
-        _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+                _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
     return _PARSER
 
 

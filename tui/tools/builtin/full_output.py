@@ -11,6 +11,7 @@ the real number of characters left out, the file's path, and what the disk cap c
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,10 +36,13 @@ class StreamSpool:
     file: CappedSpill | None = None
     _pending: list[str] = field(default_factory=list)
     _pending_chars: int = 0
+    _token: str = field(default_factory=lambda: secrets.token_hex(4))
 
     @property
     def path(self) -> Path:
-        return Path(tool_output_dir(), f"{spill_file_name(self.name)}.txt")
+        """Named by the call and a token of its own: servers that reuse call ids (local ones
+        do) must never make two outputs share, or grow, one file."""
+        return Path(tool_output_dir(), f"{spill_file_name(self.name)}-{self._token}.txt")
 
     @property
     def started(self) -> bool:
@@ -76,7 +80,9 @@ def spooled_view(head: str, spool: StreamSpool, rule: TruncationRule) -> Truncat
     cut = max(0, spool.total - head_end - len(tail))
     assert spool.file is not None
     where = f"; full output ({spool.total} chars) saved to {spool.path}"
-    if spool.file.capped:
+    if spool.file.failed is not None:
+        where += f"; that file is incomplete: {spool.file.cut_note('it')}"
+    elif spool.file.capped:
         where += (
             f"; that file stops at the disk cap of {human_bytes(spool.cap)} ({CAP_SETTING}): "
             f"the last {spool.file.dropped} bytes were not saved"

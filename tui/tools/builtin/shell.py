@@ -335,7 +335,7 @@ def format_result(
         spool = (spools or {}).get(stream)
         if spool is not None and spool.file is not None:
             cut = spooled_view(text, spool, STREAM_RULE)
-            if spool.file.capped:
+            if spool.file.incomplete:  # the disk cap, or a disk that refused a write
                 cut_notes.append(spool.file.cut_note(f"the saved {stream}"))
         else:
             cut = truncate(text, STREAM_RULE, spill_name=f"{call_id}-{stream}")

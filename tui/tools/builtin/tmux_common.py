@@ -6,9 +6,10 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from tui.errors import ExecutionFailed, NotFound, PermissionDenied
+from tui.errors import ExecutionFailed, LimitReached, NotFound, PermissionDenied
 from tui.exec.backend import BackendError
 from tui.exec.tmux.guard import ShellGuardError
+from tui.exec.tmux.sessions import LimitReached as SessionLimit
 from tui.exec.tmux.sessions import NotOurs
 from tui.tools.base import ToolParams
 from tui.tools.builtin.durations import FORMS, parse_duration
@@ -26,6 +27,8 @@ def tmux_backend(ctx: ToolContext) -> Any:
 
 
 def failure(error: BackendError) -> Exception:
+    if isinstance(error, SessionLimit):
+        return LimitReached(f"{error.msg} ([tmux] max_sessions / max_panes)")
     if isinstance(error, NotOurs):
         return NotFound(error.msg)
     if isinstance(error, ShellGuardError):

@@ -1,0 +1,189 @@
+"""A tmux server per instance: twenty instances started at the same moment all work, none
+disturbs another (nor one already running), and what a dead instance left is swept.
+
+Real processes (``multiprocessing`` with spawn: each instance is a fresh interpreter), the real
+``open_target`` the app and headless mode call, real tmux servers on private base sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from multiprocessing.synchronize import Barrier
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_loop import wait_until
+from tests.tmux_helpers import clean_env, kill_server, needs_tmux, new_socket_name
+from tui.config import Settings
+from tui.config.sections.targets import TmuxSettings
+from tui.exec import procs
+from tui.exec.tmux.backend import TmuxBackend
+from tui.targets import TargetChoice, open_target
+
+pytestmark = [needs_tmux, pytest.mark.timeout(240)]
+
+INSTANCES = 20
+
+
+def sockets(base: str) -> list[str]:
+    folder = Path(os.environ.get("TMUX_TMPDIR") or "/tmp", f"tmux-{os.getuid()}")
+    return sorted(p.name for p in folder.glob(f"{base}*") if not p.name.endswith(".lock"))
+
+
+def kill_all(base: str) -> None:
+    for name in sockets(base):
+        kill_server(name)
+
+
+@pytest.fixture
+def base() -> Iterator[str]:
+    name = new_socket_name()
+    yield name
+    kill_all(name)
+
+
+def settings_for(base: str) -> Settings:
+    return Settings(tmux=TmuxSettings(socket_name=base))
+
+
+async def _one_instance(base: str, workspace: Path, barrier: Barrier | None) -> str:
+    if barrier is not None:
+        await asyncio.to_thread(barrier.wait)
+    target = await open_target(
+        TargetChoice(tmux=True), settings_for(base), workspace, interactive=False
+    )
+    try:
+        result = await target.backend.run("echo at:$(pwd)", timeout=60)
+        return result.stdout.strip().splitlines()[-1]
+    finally:
+        await target.backend.close()
+
+
+def instance_main(base: str, workspace: str, barrier: Barrier, results: Any) -> None:
+    """One instance in its own interpreter: everything imported, then all start at once."""
+    try:
+        said = asyncio.run(_one_instance(base, Path(workspace), barrier))
+        results.put((workspace, said))
+    except BaseException as error:
+        results.put((workspace, f"FAILED {type(error).__name__}: {error}"))
+
+
+async def test_twenty_instances_started_at_once_all_work_and_spare_a_running_one(
+    base: str, tmp_path: Path
+) -> None:
+    resident_ws = tmp_path / "resident"
+    resident_ws.mkdir()
+    resident = await open_target(
+        TargetChoice(tmux=True), settings_for(base), resident_ws, interactive=False
+    )
+    backend = resident.backend
+    assert isinstance(backend, TmuxBackend)
+    try:
+        marker = f"resident-{os.getpid()}"
+        await backend.run(f"export MARK={marker}", timeout=30)
+        workspaces = []
+        for index in range(INSTANCES):
+            folder = tmp_path / f"ws{index}"
+            folder.mkdir()
+            workspaces.append(str(folder.resolve()))
+        context = multiprocessing.get_context("spawn")
+        barrier = context.Barrier(INSTANCES)
+        results = context.Queue()
+        workers = [
+            context.Process(target=instance_main, args=(base, ws, barrier, results))
+            for ws in workspaces
+        ]
+        started = time.monotonic()
+        for worker in workers:
+            worker.start()
+        said = dict(await asyncio.to_thread(lambda: [results.get(timeout=180) for _ in workers]))
+        took = time.monotonic() - started
+        for worker in workers:
+            await asyncio.to_thread(worker.join, 30)
+        failed = {ws: text for ws, text in said.items() if text != f"at:{ws}"}
+        print(f"{INSTANCES - len(failed)}/{INSTANCES} instances worked, in {took:.1f} s")
+        assert not failed, failed
+        # The instance that was running all along still has its shell, state and all.
+        again = await backend.run("echo $MARK", timeout=30)
+        assert again.stdout.strip().splitlines()[-1] == marker
+        # Each instance closed its own server: only the resident's is left.
+        await wait_until(lambda: sockets(base) == [backend.socket_name], "the servers to exit")
+    finally:
+        await backend.close()
+
+
+def tagged_processes(marker: str) -> list[procs.Proc]:
+    found = []
+    for name in os.listdir("/proc"):
+        proc = procs.read(int(name)) if name.isdigit() else None
+        if proc is not None and marker in proc.command:
+            found.append(proc)
+    return found
+
+
+async def test_a_killed_instances_session_and_jobs_are_swept_at_the_next_start(
+    base: str, tmp_path: Path
+) -> None:
+    """SIGKILL leaves the shell and a detached job; the next start stops both and says so."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    marker = f"{300 + os.getpid() % 1000 / 1000:.3f}"
+    script = (
+        "import asyncio, sys\n"
+        "from pathlib import Path\n"
+        "from tests.test_tmux_instances import settings_for\n"
+        "from tui.targets import TargetChoice, open_target\n"
+        "async def main():\n"
+        f"    t = await open_target(TargetChoice(tmux=True), settings_for({base!r}),\n"
+        f"                          Path({str(workspace)!r}), interactive=False)\n"
+        f"    await t.backend.run('(sleep {marker} &) ; echo started', timeout=30)\n"
+        "    print('ready', flush=True)\n"
+        f"    await t.backend.run('sleep {marker}', timeout=600)\n"
+        "asyncio.run(main())\n"
+    )
+    repo = Path(__file__).resolve().parents[1]
+    victim = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, cwd=repo, stdout=subprocess.PIPE, env=clean_env()
+    )
+    assert victim.stdout is not None
+    assert (await victim.stdout.readline()).strip() == b"ready"
+    # The detached job and the foreground one, both in the pane's shell's session.
+    await wait_until(lambda: len(tagged_processes(f"sleep {marker}")) >= 2, "the sleeps")
+    victim.kill()
+    await victim.wait()
+    left = sockets(base)
+    assert len(left) == 1 and tagged_processes(f"sleep {marker}")  # what SIGKILL leaves
+
+    target = await open_target(
+        TargetChoice(tmux=True), settings_for(base), workspace, interactive=False
+    )
+    try:
+        (swept,) = [n for n in target.notices if n.startswith("swept ")]
+        assert f"pid {victim.pid}" in swept and f"sleep {marker}" in swept
+        assert tagged_processes(f"sleep {marker}") == []
+        assert left[0] not in sockets(base)
+    finally:
+        await target.backend.close()
+    await wait_until(lambda: sockets(base) == [], "nothing left at all")
+
+
+async def test_a_normal_close_stops_detached_jobs(base: str, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    marker = f"{301 + os.getpid() % 1000 / 1000:.3f}"
+    target = await open_target(
+        TargetChoice(tmux=True), settings_for(base), workspace, interactive=False
+    )
+    await target.backend.run(f"(sleep {marker} &) ; nohup sleep {marker} >/dev/null 2>&1 &")
+    await wait_until(lambda: len(tagged_processes(f"sleep {marker}")) >= 2, "the jobs")
+    await target.backend.close()
+    assert tagged_processes(f"sleep {marker}") == []
+    await wait_until(lambda: sockets(base) == [], "the server to exit")

@@ -1,0 +1,193 @@
+"""A tmux server per instance, and the leftovers of instances that died, swept at start.
+
+Why a server per instance, not one shared server with starts taken in turn: tmux 3.3a's server
+crashes when several control clients create sessions on it at once (agent-tui instances
+started within milliseconds of each other: 10 of 10 failed, and a running instance lost its
+shell with the server). Taking starts in turn would avoid that one race, but one server would
+still be one fate: any crash of it, this bug or the next, ends every instance's shell at once.
+A server of its own per instance (socket ``agent-tui-<id>`` beside the base ``agent-tui``)
+starts in a few milliseconds and costs one small process, and no instance can disturb
+another's. Only a session the person fixes by name (``[tmux] session``), which they chose to
+share, lives on the base socket, and starting it is serialised by a lock file there.
+
+At every start the servers on our sockets are looked at. A session whose agent-tui process is
+gone (``owner``) and that was not kept is a leftover: whatever still runs in its panes'
+sessions is stopped, detached jobs included, then the session is killed, and the person is
+told what was swept. A kept session of the same
+workspace that nobody holds is taken back. The same look works over SSH and in a container,
+through the host backend, which is how a remote leftover of a dropped connection is swept on
+the next connection.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from tui.exec.backend import ExecutionBackend
+from tui.exec.local import LocalBackend
+from tui.exec.tmux.lifecycle import Choice, Place, ServerSession, list_server
+from tui.exec.tmux.naming import fresh_session_name, instance_id
+from tui.exec.tmux.teardown import kill, remove_if_dead, stop_panes
+
+
+@dataclass
+class Server:
+    """One of our sockets and the sessions on it."""
+
+    socket: str
+    sessions: list[ServerSession] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """Where this instance's session lives, and what the start found to tell the person."""
+
+    socket: str
+    choice: Choice
+    notices: list[str]
+
+
+def instance_socket(base: str, taken: set[str]) -> str:
+    """``agent-tui-3f2a9c1b``: a socket of its own, beside the base one."""
+    while True:
+        name = f"{base}-{instance_id()}{instance_id()}"
+        if name not in taken:
+            return name
+
+
+async def open_instance(
+    host: ExecutionBackend,
+    base: str,
+    env: Mapping[str, str] | None,
+    *,
+    owner: str,
+    workspace: str,
+) -> Instance:
+    """Sweep leftovers, then this workspace's kept session if one waits, else a new server."""
+    servers = await survey(host, base, env)
+    notices = await sweep(host, servers, owner=owner, base=base, env=env)
+    for server in servers:
+        for info in sorted(server.sessions, key=lambda s: s.created, reverse=True):
+            if info.owner == owner and info.workspace == workspace and info.kept and not info.held:
+                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.created))
+                notice = (
+                    f"re-attached the kept session {info.name} from {when} (its shell, "
+                    "directory and history as they were left); /pane close lets it close "
+                    "when you quit"
+                )
+                return Instance(server.socket, Choice(info.name, True, notice), notices)
+    socket = instance_socket(base, {server.socket for server in servers})
+    return Instance(socket, Choice(fresh_session_name(workspace, set())), notices)
+
+
+async def survey(host: ExecutionBackend, base: str, env: Mapping[str, str] | None) -> list[Server]:
+    """Every server on our sockets (the base one and ``base-*``) with its sessions."""
+    servers = []
+    for socket_name in await our_sockets(host, base, env):
+        place = Place(host, socket_name, env=env)
+        sessions = await list_server(place)
+        if not sessions and socket_name != base:
+            await remove_if_dead(place)  # tmux leaves the file of a server that ended
+            continue
+        servers.append(Server(socket_name, sessions))
+    return servers
+
+
+async def our_sockets(
+    host: ExecutionBackend, base: str, env: Mapping[str, str] | None
+) -> list[str]:
+    if isinstance(host, LocalBackend):
+        folder = os.path.dirname(Place(host, base, env=env).socket_path())
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return []
+        return sorted(
+            name
+            for name in names
+            if (name == base or name.startswith(base + "-")) and _is_socket(folder, name)
+        )
+    script = (
+        'd="${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)"; '
+        f'for f in "$d"/{shlex.quote(base)} "$d"/{shlex.quote(base)}-*; do '
+        '[ -S "$f" ] && basename "$f"; done; true'
+    )
+    result = await host.run(script, timeout=30)
+    return sorted({line.strip() for line in result.stdout.splitlines() if line.strip()})
+
+
+def _is_socket(folder: str, name: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.lstat(os.path.join(folder, name)).st_mode)
+    except OSError:
+        return False
+
+
+def leftovers(server: Server, *, owner: str, shared: bool) -> list[ServerSession]:
+    """The sessions of ``server`` whose agent-tui process is gone, and not kept.
+
+    The process mark decides, not whether a control client is attached: the client of a
+    SIGKILLed agent-tui can linger attached. A session marked by an agent-tui on another
+    machine is never judged from here (it may be alive and about to reconnect).
+
+    On an instance's own server every session is that instance's (those its tools created
+    carry no mark of their own), so they go together, and a kept one spares them all. On
+    the ``shared`` base socket each session is judged by itself.
+    """
+    ours = [info for info in server.sessions if info.owner == owner]
+    if not shared:
+        if len(ours) != len(server.sessions) or any(info.kept for info in ours):
+            return []
+        agents = {info.agent for info in ours if info.agent is not None}
+        return ours if agents and all(agent.alive() is False for agent in agents) else []
+    return [
+        info
+        for info in ours
+        if not info.kept and info.agent is not None and info.agent.alive() is False
+    ]
+
+
+async def sweep(
+    host: ExecutionBackend,
+    servers: list[Server],
+    *,
+    owner: str,
+    base: str,
+    env: Mapping[str, str] | None,
+) -> list[str]:
+    """Stop and kill every leftover; one notice per server swept (what ran there too)."""
+    notices = []
+    for server in servers:
+        doomed = leftovers(server, owner=owner, shared=server.socket == base)
+        if not doomed:
+            continue
+        place = Place(host, server.socket, env=env)
+        names = [info.name for info in doomed]
+        stopped = await stop_panes(place, names)
+        await kill(place, names, everything=len(doomed) == len(server.sessions))
+        server.sessions = [info for info in server.sessions if info not in doomed]
+        agent = next((info.agent for info in doomed if info.agent is not None), None)
+        who = f" (agent-tui {agent.describe()}, no longer running)" if agent else ""
+        ran = f"; stopped what still ran there: {', '.join(stopped)}" if stopped else ""
+        notices.append(
+            f"swept {len(names)} tmux session(s) left by an agent-tui that ended without "
+            f"closing them{who}: {', '.join(names)}{ran}"
+        )
+    return notices
+
+
+__all__ = [
+    "Instance",
+    "Server",
+    "instance_socket",
+    "leftovers",
+    "open_instance",
+    "our_sockets",
+    "survey",
+    "sweep",
+]
