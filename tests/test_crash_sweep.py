@@ -230,6 +230,8 @@ def test_a_dropped_ssh_connection_is_swept_on_the_next_connection(
     server = model_server([answer("back")])
     again = cli.run(*headless(server, "hello again", *target), timeout=60)
     assert again.returncode == 0, again.stderr
-    (note,) = [line for line in again.stderr.splitlines() if line.startswith("note: swept ")]
+    notes = [line for line in again.stderr.splitlines() if line.startswith("note: swept ")]
+    assert len(notes) == 1, again.stderr
+    (note,) = notes
     assert f"pid {run.pid}" in note and f"sleep {marker}" in note
     assert marked(f"sleep {marker}") == []

@@ -15,6 +15,7 @@ from tui.exec.backend import BackendError, ExecutionBackend
 from tui.exec.local import LocalBackend
 from tui.exec.sandbox.sandbox import Sandbox
 from tui.locations import config_dir, data_dir
+from tui.security.confinement import OWN_COMMAND
 from tui.security.environment import reduced_environment
 from tui.security.hosts import HostPolicy
 
@@ -210,7 +211,7 @@ def _remote_workspace(workspace: Path, home: str) -> Path:
 
 
 async def _target_home(backend: ExecutionBackend) -> str:
-    result = await backend.run('printf %s "$HOME"', timeout=30)
+    result = await backend.run('printf %s "$HOME"', timeout=30, confinement=OWN_COMMAND)
     if result.exit_code != 0 or not result.stdout.startswith("/"):
         raise BackendError(
             f"{backend.actor}: could not read the home folder "
@@ -224,5 +225,5 @@ async def _has_tmux(backend: ExecutionBackend) -> bool:
         return False
     if isinstance(backend, LocalBackend):
         return shutil.which("tmux") is not None
-    result = await backend.run("command -v tmux", timeout=30)
+    result = await backend.run("command -v tmux", timeout=30, confinement=OWN_COMMAND)
     return result.exit_code == 0

@@ -94,6 +94,11 @@ WORKSPACE_NET = Confinement("workspace", "proxy")
 OUTSIDE = Confinement("workspace", "proxy", outside=True)
 _BY_KEY = {c.key: c for c in (READ_ONLY, WORKSPACE, WORKSPACE_NET, OUTSIDE)}
 
+OWN_COMMAND = OUTSIDE
+"""For agent-tui's own fixed commands on a target (its tmux servers' lifecycle, the home folder,
+the sandbox probe): never the model's or a person's command, so never wrapped, and never
+anything but those fixed scripts."""
+
 
 def mode_confinement(mode: ApprovalMode, *, edit_network: bool = False) -> Confinement:
     """What runs unasked in ``mode`` may do: the shared shell's walls.

@@ -33,6 +33,7 @@ from tui.exec.local import LocalBackend
 from tui.exec.tmux.lifecycle import Choice, Place, ServerSession, list_server
 from tui.exec.tmux.naming import fresh_session_name, instance_id
 from tui.exec.tmux.teardown import kill, remove_if_dead, stop_panes
+from tui.security.confinement import OWN_COMMAND
 
 
 @dataclass
@@ -117,7 +118,7 @@ async def our_sockets(
         f'for f in "$d"/{shlex.quote(base)} "$d"/{shlex.quote(base)}-*; do '
         '[ -S "$f" ] && basename "$f"; done; true'
     )
-    result = await host.run(script, timeout=30)
+    result = await host.run(script, timeout=30, confinement=OWN_COMMAND)
     return sorted({line.strip() for line in result.stdout.splitlines() if line.strip()})
 
 

@@ -29,6 +29,7 @@ from tui.exec.tmux.libtmux_loader import load_libtmux
 from tui.exec.tmux.naming import fresh_session_name
 from tui.exec.tmux.owner import HOST_OPTION, PID_OPTION, START_OPTION, Owner
 from tui.exec.tmux.sessions import OWNER_OPTION
+from tui.security.confinement import OWN_COMMAND
 
 WORKSPACE_OPTION = "@agent_tui_workspace"
 KEPT_OPTION = "@agent_tui_kept"
@@ -186,7 +187,7 @@ async def _list_remote(place: Place) -> tuple[list[str], list[str]]:
         f"echo {_CLIENTS_MARK}; "
         f"{shlex.join(place.argv('list-clients', '-F', _CLIENTS))} 2>/dev/null; true"
     )
-    result = await place.host.run(script, timeout=30)
+    result = await place.host.run(script, timeout=30, confinement=OWN_COMMAND)
     before, _, after = result.stdout.partition(_CLIENTS_MARK + "\n")
     return before.splitlines(), after.splitlines()
 
@@ -281,7 +282,7 @@ async def kill_sessions(
             left.pop()
     if left:
         script = "; ".join(shlex.join(place.argv("kill-session", "-t", f"={n}")) for n in left)
-        await place.host.run(script + " 2>/dev/null; true", timeout=30)
+        await place.host.run(script + " 2>/dev/null; true", timeout=30, confinement=OWN_COMMAND)
 
 
 def _kill_local(place: Place, names: list[str]) -> None:

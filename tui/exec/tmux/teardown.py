@@ -19,6 +19,7 @@ from tui.exec import procs
 from tui.exec.backend import ExecutionBackend
 from tui.exec.streams import KILL_GRACE
 from tui.exec.tmux.lifecycle import Place, list_server
+from tui.security.confinement import OWN_COMMAND
 
 _PANES = "#{session_name}\t#{pane_pid}"
 
@@ -49,7 +50,7 @@ async def _stop_remote(host: ExecutionBackend, sids: list[int]) -> list[str]:
         f'for s in {listed}; do pkill -TERM -s "$s" 2>/dev/null; done; sleep {KILL_GRACE}; '
         f'for s in {listed}; do pkill -KILL -s "$s" 2>/dev/null; done; true'
     )
-    result = await host.run(script, timeout=30)
+    result = await host.run(script, timeout=30, confinement=OWN_COMMAND)
     running = []
     for line in result.stdout.splitlines():
         pid, _, args = line.strip().partition(" ")
@@ -81,7 +82,9 @@ async def _tmux_lines(place: Place, *args: str) -> list[str]:
         )
         out, _ = await process.communicate()
         return out.decode(errors="replace").splitlines() if process.returncode == 0 else []
-    result = await place.host.run(shlex.join(argv) + " 2>/dev/null", timeout=30)
+    result = await place.host.run(
+        shlex.join(argv) + " 2>/dev/null", timeout=30, confinement=OWN_COMMAND
+    )
     return result.stdout.splitlines() if result.exit_code == 0 else []
 
 
@@ -101,7 +104,9 @@ async def forget_server(place: Place) -> None:
         remove_stale(place)
         return
     folder = '"${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)"'
-    await place.host.run(f"rm -f {folder}/{shlex.quote(place.socket_name)}", timeout=30)
+    await place.host.run(
+        f"rm -f {folder}/{shlex.quote(place.socket_name)}", timeout=30, confinement=OWN_COMMAND
+    )
 
 
 async def remove_if_dead(place: Place) -> None:
@@ -116,6 +121,7 @@ async def remove_if_dead(place: Place) -> None:
     await place.host.run(
         f"{check} >/dev/null 2>&1 || rm -f {folder}/{shlex.quote(place.socket_name)}",
         timeout=30,
+        confinement=OWN_COMMAND,
     )
 
 
