@@ -38,6 +38,7 @@ from tui.tools.builtin.config_tool import ConfigTool
 from tui.tools.loops import LoopMemory
 from tui.tools.registry import ToolRegistry
 from tui.tools.structured_output import StructuredOutputTool, load_json_schema
+from tui.tools.timeouts import ToolTimeouts
 from tui.tools.truncation import envelope
 
 ApproverFactory = Callable[[EventBus], Approver]
@@ -175,7 +176,8 @@ def build_session(
     registry = ToolRegistry(
         loops=LoopMemory(
             settings.agent.loop_ping_pong_cycles, settings.agent.loop_no_progress_repeats
-        )
+        ),
+        timeouts=ToolTimeouts(settings.agent.tool_timeout, dict(settings.agent.tool_timeouts)),
     )
     extensions = Extensions(
         loaded,
