@@ -336,3 +336,22 @@ async def test_buddy_shared_shell_refuses_raw_new_window_and_split_window(
     assert "Use the managed-pane tools instead: tmux_create_pane" in result.text
     after = await tmux(socket_name, "list-panes", "-a", "-F", "#D")
     assert after == before
+
+
+async def test_buddy_examples_in_the_tool_descriptions_are_valid_calls(
+    tmux_harness: Harness,
+) -> None:
+    """What a model copies must pass the schema it is copied into (metadata included)."""
+    decoder = json.JSONDecoder()
+    for name in sorted(METADATA_TOOLS | {"tmux_capture_pane"}):
+        tool = tmux_harness.registry.get(name)
+        assert tool is not None
+        examples = " ".join(tool.description.split("Examples:", 1)[1].split())
+        found = 0
+        for start, char in enumerate(examples):
+            if char != "{" or (start and examples[start - 1] not in " :;"):
+                continue
+            example, _ = decoder.raw_decode(examples, start)
+            tmux_harness.registry.parse_arguments(tool, json.dumps(example))
+            found += 1
+        assert found >= 2, name

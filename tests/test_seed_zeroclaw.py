@@ -19,7 +19,7 @@ from tests.scripted_server import ScriptedServer
 from tests.test_loop import call, open_session, result_text, shell, submit, tools_step
 from tests.test_policy import ScriptedApprover
 from tui.config import load_settings
-from tui.events import Notice, ToolCallStarted
+from tui.events import Notice, ToolCallCompleted, ToolCallStarted
 from tui.security.approval import ApprovalAnswer
 from tui.security.permissions import ApprovalMode
 from tui.security.settings import SecuritySettings
@@ -202,8 +202,8 @@ async def test_zeroclaw_shell_names_and_bare_string_arguments_are_accepted(
         result = await h.call(name, raw)
         assert not result.is_error, (name, result.text)
         assert result.model_result()["stdout"] == f"via-{name.replace('_', '-')}\n"
-    started = [e for e in h.events if isinstance(e, ToolCallStarted)]
-    assert {e.tool_name for e in started} == {"run_shell"}
+    lifecycle = [e for e in h.events if isinstance(e, ToolCallStarted | ToolCallCompleted)]
+    assert len(lifecycle) == 8 and {e.tool_name for e in lifecycle} == {"run_shell"}
     # The object form under run_shell's own name is Buddy's: its metadata is required.
     strict = await h.call("run_shell", '{"command": "echo x"}')
     assert strict.is_error and "risk: required argument missing" in strict.text

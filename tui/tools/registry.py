@@ -319,7 +319,7 @@ class ToolRegistry:
         ctx.on_update(
             ToolCallCompleted(
                 tool_call_id=ctx.tool_call_id,
-                tool_name=excerpt(name, 200),
+                tool_name=excerpt(tool.name if tool is not None else name, 200),
                 is_error=result.is_error,
                 duration_ms=max(0.0, duration_ms),
                 approval_wait_ms=approval_wait_ms,

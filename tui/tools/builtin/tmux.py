@@ -279,9 +279,12 @@ Disambiguation: order is literal_text, then keys, then Enter (after waiting `del
 target/session/pane the keys go to the shared agent pane; a missing pane is an error, keys are
 never sent elsewhere. Typed text is judged (and may need approval) exactly like a run_shell
 command; `exit`, `set -e` and `exec` are refused in agent panes.
-Examples: {"keys": ["C-c"], "why": "stop the hung server"}; {"target": "%3", "literal_text":
-"y", "enter": true}; {"session": "build", "pane": "repl", "literal_text": ":wq", "keys":
-["Enter"], "delay": "500ms", "why": "save the file"}"""
+Every call says risk, mutation, privesc and why (required).
+Examples: {"keys": ["C-c"], "risk": "low", "mutation": false, "privesc": false, "why": "Stop
+hung process"}; {"literal_text": "q", "enter": true, "risk": "low", "mutation": false,
+"privesc": false, "why": "Exit pager"}; {"session": "build", "pane": "repl", "literal_text":
+":wq", "keys": ["Enter"], "delay": "500ms", "risk": "low", "mutation": true, "privesc": false,
+"why": "save the file"}"""
 
     def access(self, params: SendKeysParams) -> ToolAccess:
         typed = params.typed()
