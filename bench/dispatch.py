@@ -29,6 +29,9 @@ from tui.tools.context import ToolContext
 from tui.tools.loops import LoopMemory
 from tui.tools.registry import ToolRegistry
 
+TRUE = '{"command": "true", "risk": "low", "mutation": false, "privesc": false, "why": "bench"}'
+"""A run_shell call with Buddy's required safety metadata."""
+
 SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
 
 
@@ -48,7 +51,7 @@ async def bare_call() -> float:
 
 async def tool_call(registry: ToolRegistry, ctx: ToolContext) -> float:
     started = time.perf_counter()
-    result = await registry.execute("run_shell", '{"command": "true"}', ctx)
+    result = await registry.execute("run_shell", TRUE, ctx)
     elapsed = time.perf_counter() - started
     if result.is_error:
         raise SystemExit(f"run_shell failed: {result.text}")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import resource
 import sys
@@ -64,7 +65,9 @@ def script(steps: int, result_bytes: int) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     for n in range(1, steps + 1):
         command = f"echo step-{n} >> steps.log && head -c {result_bytes} /dev/zero | tr '\\0' y"
-        arguments = '{"command": "' + command.replace("\\", "\\\\") + '"}'
+        arguments = json.dumps(
+            {"command": command, "risk": "low", "mutation": False, "privesc": False, "why": "step"}
+        )
         out.append(
             {"tool_calls": [{"id": f"call_{n}", "name": "run_shell", "arguments": arguments}]}
         )

@@ -38,10 +38,12 @@ from tui.config import load_settings
 from tui.wiring import build_session
 
 SHELL = "bash"
+META = {"risk": "low", "mutation": False, "privesc": False, "why": "bench"}
+"""Buddy's safety metadata, required by run_shell."""
 
 
 def shell_step(index: int, command: str) -> dict[str, Any]:
-    arguments = json.dumps({"command": command})
+    arguments = json.dumps({"command": command, **META})
     return {"tool_calls": [{"id": f"call_{index}", "name": "run_shell", "arguments": arguments}]}
 
 
@@ -57,7 +59,7 @@ def parallel_script(turns: int, width: int) -> list[dict[str, Any]]:
             {
                 "id": f"call_{turn}_{i}",
                 "name": "run_shell",
-                "arguments": json.dumps({"command": f"sleep 1 # {turn}.{i}"}),
+                "arguments": json.dumps({"command": f"sleep 1 # {turn}.{i}", **META}),
             }
             for i in range(width)
         ]

@@ -44,6 +44,9 @@ from tui.tools.context import ToolContext
 from tui.tools.loops import LoopMemory
 from tui.tools.registry import ToolRegistry
 
+TRUE = '{"command": "true", "risk": "low", "mutation": false, "privesc": false, "why": "bench"}'
+"""A run_shell call with Buddy's required safety metadata."""
+
 SHELL = "bash --norc --noprofile"
 Call = Callable[[], Awaitable[None]]
 
@@ -58,7 +61,7 @@ def caller(workspace: Path, backend: ExecutionBackend, sandbox: Sandbox | None) 
 
     async def call() -> None:
         ctx = ToolContext("bench", "run_shell", backend, policy)
-        result = await registry.execute("run_shell", '{"command": "true"}', ctx)
+        result = await registry.execute("run_shell", TRUE, ctx)
         if result.is_error or "exit code: 0" not in result.text:
             raise SystemExit(f"run_shell failed: {result.text}")
 

@@ -75,7 +75,15 @@ class Harness:
         name: str,
         arguments: dict[str, Any] | str | None = None,
         ctx: ToolContext | None = None,
+        *,
+        metadata: bool = True,
     ) -> ToolResult:
+        """Call ``name`` through the real registry. A dict for one of the tools that require
+        Buddy's safety metadata gets what a well-behaved model sends with it where it lacks
+        it (``with_metadata``), so a test about something else need not spell it out;
+        ``metadata=False`` sends the arguments exactly as given."""
+        if isinstance(arguments, dict) and metadata:
+            arguments = with_metadata(name, arguments)
         raw = (
             arguments if isinstance(arguments, str) or arguments is None else json.dumps(arguments)
         )
@@ -83,6 +91,28 @@ class Harness:
 
     def kinds(self) -> list[str]:
         return [getattr(event, "kind", "?") for event in self.events]
+
+
+METADATA_TOOLS = frozenset(
+    {
+        "run_shell",
+        "tmux_send_keys",
+        "tmux_create_session",
+        "tmux_kill_session",
+        "tmux_create_pane",
+        "tmux_kill_pane",
+    }
+)
+"""The tools whose schema requires Buddy's risk, mutation, privesc and why."""
+
+
+def with_metadata(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` with the safety metadata a model sends for ``name`` where it is missing
+    (risk low, no mutation, no privesc, a reason). The computed risk decides, never these."""
+    if name not in METADATA_TOOLS:
+        return arguments
+    defaults = {"risk": "low", "mutation": False, "privesc": False, "why": "a test asks for it"}
+    return {**defaults, **arguments}
 
 
 def make_harness(

@@ -357,7 +357,7 @@ def test_openai_responses_provider_end_to_end(
         "function_call_output",
     ]
     assert items[1] == reasoning
-    assert "via-responses" in json.loads(items[3]["output"])["result"]
+    assert json.loads(items[3]["output"])["result"]["stdout"] == "via-responses\n"
 
 
 def test_stream_json_is_every_event_in_order(

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import with_metadata
 from tests.scripted_server import ScriptedServer
 from tests.test_loop import (
     answer,
@@ -141,7 +142,9 @@ async def test_failure_hooks_replace_post_hooks_and_every_hook_gets_hook_variabl
     assert "fine" in ok["env"]["HOOK_TOOL_OUTPUT"]
     pre = seen[("call_ok", "PreToolUse")]
     assert pre["env"]["HOOK_EVENT"] == "PreToolUse" and "HOOK_TOOL_OUTPUT" not in pre["env"]
-    assert json.loads(pre["env"]["HOOK_TOOL_INPUT"]) == {"command": "echo fine"}
+    assert json.loads(pre["env"]["HOOK_TOOL_INPUT"]) == with_metadata(
+        "run_shell", {"command": "echo fine"}
+    )
     assert all(r["leaked"] is None for r in records(log))  # the reduced environment
     second = server.requests[1]
     assert result_text(second, "call_missing").endswith(

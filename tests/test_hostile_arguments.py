@@ -73,7 +73,7 @@ HOSTILE = {
     "deep nesting": ('{"command": ' + "[" * 5000 + "]" * 5000 + "}", "nested too deeply"),
     "deep objects": ('{"a":' * 3000 + "1" + "}" * 3000, "nested too deeply"),
     "array": ("[1, 2, 3]", "must be a JSON object, got list"),
-    "string": ('"ls"', "must be a JSON object, got str"),
+    "boolean": ("true", "must be a JSON object, got bool"),
     "null": ("null", "must be a JSON object, got NoneType"),
     "invalid escape": ('{"command": "\\x41"}', "not valid JSON"),
     "truncated escape": ('{"command": "\\ud8"}', "not valid JSON"),

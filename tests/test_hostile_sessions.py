@@ -103,7 +103,10 @@ def test_a_lone_surrogate_on_the_anthropic_wire_then_continue_twice(
     model_server: Any,  # noqa: F811
     fmt: str,
 ) -> None:
-    raw = '{"command": "echo \\ud800"}'
+    raw = (
+        '{"command": "echo \\ud800", "risk": "low", "mutation": false, "privesc": false, '
+        '"why": "echo it"}'
+    )
     server: ServerProcess = model_server(
         [
             tools_step({"id": "toolu_1", "name": "run_shell", "arguments": raw}),
@@ -125,7 +128,13 @@ def test_a_lone_surrogate_on_the_anthropic_wire_then_continue_twice(
     for request in requests:
         assert_strict_json(request)
     replayed = requests[3].body["messages"][1]["content"][0]
-    assert replayed["type"] == "tool_use" and replayed["input"] == {"command": "echo \ufffd"}
+    assert replayed["type"] == "tool_use" and replayed["input"] == {
+        "command": "echo \ufffd",
+        "risk": "low",
+        "mutation": False,
+        "privesc": False,
+        "why": "echo it",
+    }
     assert "\ufffd" in result_text(requests[1], "toolu_1")
     if fmt == "stream-json":
         for line in outputs[0].splitlines():

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 import pytest
 
+from tests.conftest import with_metadata
 from tests.scripted_server import RecordedRequest, ScriptedServer
 from tui.agent.hooks import PreToolDecision, ToolCallInfo
 from tui.agent.providers.base import Message
@@ -109,18 +110,29 @@ def wire_results(request: RecordedRequest) -> dict[str, dict[str, Any]]:
         elif message["role"] == "user" and isinstance(message["content"], list):
             for block in message["content"]:
                 if block.get("type") == "tool_result":
-                    add(block["tool_use_id"], block["content"], block.get("is_error"))
+                    content = block["content"]
+                    if isinstance(content, list):  # the text, then images the tool returned
+                        content = next(p["text"] for p in content if p.get("type") == "text")
+                    add(block["tool_use_id"], content, block.get("is_error"))
     return results
 
 
-def result_text(request: RecordedRequest, call_id: str) -> str:
-    """The ``result`` inside the harness envelope of one call's result, checking the envelope."""
+def result_value(request: RecordedRequest, call_id: str) -> Any:
+    """The ``result`` inside the harness envelope of one call's result, checking the envelope:
+    text, or an object where the tool's contract gives it one (run_shell's exit_code/stdout/
+    stderr)."""
     entry = wire_results(request)[call_id]
     envelope = entry["envelope"]
     assert set(envelope) == {"harness_timestamp", "result"}, envelope
     assert envelope["harness_timestamp"]["source"] == "harness"
     assert abs(envelope["harness_timestamp"]["unix_millis"] / 1000 - time.time()) < 600
-    return str(envelope["result"])
+    return envelope["result"]
+
+
+def result_text(request: RecordedRequest, call_id: str) -> str:
+    """``result_value`` as text (an object as its JSON)."""
+    value = result_value(request, call_id)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def check_request(request: RecordedRequest) -> None:
@@ -230,7 +242,9 @@ def user_texts(request: RecordedRequest) -> list[str]:
 
 
 def call(call_id: str, name: str, arguments: dict[str, Any] | str) -> dict[str, Any]:
-    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    """A scripted tool call; a dict gets the safety metadata a well-behaved model sends with
+    a tool that requires it (``with_metadata``), a string is sent exactly as given."""
+    raw = arguments if isinstance(arguments, str) else json.dumps(with_metadata(name, arguments))
     return {"id": call_id, "name": name, "arguments": raw}
 
 
@@ -423,8 +437,12 @@ async def test_one_tool_call_result_goes_back_to_the_model(
     assert outcome.final_text == "The tool said from-the-tool."
     second = server.requests[1]
     assert wire_calls(second) == [("call_echo_1", "run_shell")]
-    text = result_text(second, "call_echo_1")
-    assert "exit code: 0" in text and "from-the-tool" in text
+    # Buddy's shape for a finished command.
+    assert result_value(second, "call_echo_1") == {
+        "exit_code": 0,
+        "stdout": "from-the-tool\n",
+        "stderr": "",
+    }
     assert wire_results(second)["call_echo_1"]["is_error"] in (None, False)
     started = rec.of(ToolCallStarted)
     assert [(e.tool_call_id, e.command) for e in started] == [("call_echo_1", "echo from-the-tool")]
@@ -777,8 +795,8 @@ async def test_steering_while_parallel_calls_run_reaches_the_next_request(
 
     assert outcome.reason == "completed"
     second = server.requests[1]
-    assert result_text(second, "call_a").endswith("a")
-    assert result_text(second, "call_b").endswith("b")
+    assert result_value(second, "call_a")["stdout"] == "a\n"
+    assert result_value(second, "call_b")["stdout"] == "b\n"
     assert user_texts(second) == ["two things", "also check the logs"]
 
 
@@ -874,7 +892,7 @@ if sys.argv[1] == "pre":
         print(json.dumps({"decision": "block", "reason": "blocked the old way"}))
     if "rewrite-me" in command:
         print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
-              "updatedInput": {"command": "echo rewritten-by-hook"}}}))
+              "updatedInput": {**data["tool_input"], "command": "echo rewritten-by-hook"}}}))
 else:
     if "lint" in command:
         print("post hook: 2 lint warnings", file=sys.stderr)
@@ -933,8 +951,8 @@ async def test_command_hooks_from_config_deny_rewrite_and_add_feedback(
     assert [e.command for e in rec.of(ToolCallStarted) if e.tool_call_id == "call_rewrite"] == [
         "echo rewritten-by-hook"
     ]
-    linted = result_text(second, "call_lint")
-    assert linted.endswith("[PostToolUse hook] post hook: 2 lint warnings"), linted
+    linted = result_value(second, "call_lint")
+    assert linted["notices"] == ["[PostToolUse hook] post hook: 2 lint warnings"], linted
     assert "[PostToolUse hook]" not in result_text(second, "call_time")  # matcher excludes it
 
     records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
@@ -952,7 +970,9 @@ async def test_command_hooks_from_config_deny_rewrite_and_add_feedback(
     # Post hooks see the calls that ran, with the input that actually ran.
     assert sorted(r["tool_use_id"] for r in post) == ["call_lint", "call_rewrite"]
     by_id = {r["tool_use_id"]: r for r in post}
-    assert by_id["call_rewrite"]["tool_input"] == {"command": "echo rewritten-by-hook"}
+    assert by_id["call_rewrite"]["tool_input"] == with_metadata(
+        "run_shell", {"command": "echo rewritten-by-hook"}
+    )
     assert "rewritten-by-hook" in by_id["call_rewrite"]["tool_response"]["content"]
     assert session.loaded.trust.trusted and session.loaded.trust.held  # they waited for trust
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import with_metadata
 from tests.scripted_server import ScriptedServer
 from tests.test_loop import shell, submit
 from tests.test_prompt_cache import server as server
@@ -108,10 +109,10 @@ async def test_responses_tool_loop_carries_encrypted_reasoning(
         "type": "function_call",
         "call_id": "call_ls",
         "name": "run_shell",
-        "arguments": json.dumps({"command": "echo listed"}),
+        "arguments": json.dumps(with_metadata("run_shell", {"command": "echo listed"})),
     }
     assert items[3]["type"] == "function_call_output" and items[3]["call_id"] == "call_ls"
-    assert "listed" in json.loads(items[3]["output"])["result"]
+    assert json.loads(items[3]["output"])["result"]["stdout"] == "listed\n"
     assert_sent_verbatim(server.requests[1].raw, REASONING)
     usage = recorder.of(Usage)[0]
     assert usage.reasoning_tokens == 64 and usage.input_tokens == 900

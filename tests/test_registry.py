@@ -87,7 +87,8 @@ def test_definitions_in_both_wire_formats() -> None:
     anthropic = {d["name"]: d for d in registry.definitions("anthropic")}
     assert openai.keys() == anthropic.keys() == set(registry.names())
     shell = openai["run_shell"]["function"]["parameters"]
-    assert shell["type"] == "object" and shell["required"] == ["command"]
+    assert shell["type"] == "object"
+    assert shell["required"] == ["command", "risk", "mutation", "privesc", "why"]
     assert shell["additionalProperties"] is False
     assert "title" not in shell and "title" not in shell["properties"]["command"]
     assert anthropic["run_shell"]["input_schema"] == shell
@@ -113,7 +114,7 @@ async def test_unknown_tool_names_the_closest(harness: Harness) -> None:
     [
         ('{"command": "true"', "not valid JSON"),
         ("[1, 2]", "must be a JSON object, got list"),
-        ('"ls"', "must be a JSON object, got str"),
+        ("5", "must be a JSON object, got int"),
         ("null", "must be a JSON object, got NoneType"),
         ("", "command: required argument missing"),
         ('{"command": 5}', "command: Input should be a valid string"),

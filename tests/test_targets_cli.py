@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import with_metadata
 from tests.container_image import Container
 from tests.sshd import SshdUnavailable, SshServer, free_port
 from tests.test_headless_cli import Cli, ServerProcess, cli, headless, model_server
@@ -26,18 +27,27 @@ __all__ = ["cli", "model_server"]  # fixtures used here by name
 def shell_step(command: str) -> dict[str, Any]:
     return {
         "tool_calls": [
-            {"id": "call_1", "name": "run_shell", "arguments": json.dumps({"command": command})}
+            {
+                "id": "call_1",
+                "name": "run_shell",
+                "arguments": json.dumps(with_metadata("run_shell", {"command": command})),
+            }
         ]
     }
 
 
 def tool_results(server: ServerProcess) -> list[str]:
-    """The text of every tool result the model was sent (OpenAI wire format)."""
+    """The text of every tool result the model was sent (OpenAI wire format); an object
+    result (run_shell's exit_code/stdout/stderr) as its JSON."""
     found = []
     for request in server.requests():
         for message in request.body.get("messages", []):
             if message.get("role") == "tool":
-                found.append(json.loads(message["content"])["result"])
+                result = json.loads(message["content"])["result"]
+                if isinstance(result, dict):  # stdout, stderr and notices, as a person reads them
+                    words = [result["stdout"], result["stderr"], *result.get("notices", [])]
+                    result = "\n".join(word for word in words if word)
+                found.append(result)
     return found
 
 

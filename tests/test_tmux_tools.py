@@ -145,11 +145,12 @@ async def test_wait_false_then_capture(tmux_harness: Harness) -> None:
     assert "finished-later" in capture.text and "__ATUI_" not in capture.text
 
 
-async def test_wait_duration_returns_a_still_running_result(tmux_harness: Harness) -> None:
+async def test_wait_duration_is_an_error_that_leaves_it_running(tmux_harness: Harness) -> None:
     result = await tmux_harness.call("run_shell", {"command": "echo begun; sleep 30", "wait": "1s"})
     pane = pane_of(tmux_harness)
-    assert not result.is_error
-    assert result.text.startswith("still running after 1 s (not killed)")
+    assert result.is_error  # Buddy: a wait duration that runs out is an error result
+    assert "timed out waiting for command completion after 1s" in result.text
+    assert "still running in its pane (not killed)" in result.text
     assert "begun" in result.text
     assert f"tmux_capture_pane target={pane}" in result.text and "C-c" in result.text
     busy = await tmux_harness.call("run_shell", {"command": "echo next"})
@@ -207,7 +208,7 @@ async def test_capture_colours_history_tail_and_fallbacks(tmux_harness: Harness)
     assert not missing.is_error
     assert f"showing the shared pane {pane} instead" in missing.text
     alternate = await tmux_harness.call("tmux_capture_pane", {"alternate_screen": True})
-    assert "no alternate screen" in alternate.text
+    assert "alternate screen was not active; captured main pane instead" in alternate.text
     await tmux_harness.call("run_shell", {"command": "seq 100000 103000"})
     history = await tmux_harness.call("tmux_capture_pane", {"target": pane, "start": -3000})
     assert history.text.splitlines()[1].startswith("[truncated ")

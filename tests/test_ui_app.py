@@ -18,6 +18,7 @@ import pytest
 from textual.message import Message
 from textual.pilot import Pilot
 
+from tests.conftest import with_metadata
 from tests.scripted_server import ScriptedServer
 from tui.config import load_settings
 from tui.events import Event
@@ -40,7 +41,7 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def shell_step(command: str, call_id: str = "call_1", text: str = "", **extra: Any) -> dict:
-    arguments = json.dumps({"command": command, **extra})
+    arguments = json.dumps(with_metadata("run_shell", {"command": command, **extra}))
     return {
         "text": text,
         "tool_calls": [{"id": call_id, "name": "run_shell", "arguments": arguments}],

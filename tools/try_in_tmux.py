@@ -34,6 +34,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEADLINE = 30.0
+META = {"risk": "low", "mutation": True, "privesc": False, "why": "try the approval"}
+"""Buddy's safety metadata, required by run_shell."""
 
 SCRIPT = [
     {
@@ -42,7 +44,10 @@ SCRIPT = [
                 "id": "call_first",
                 "name": "run_shell",
                 "arguments": json.dumps(
-                    {"command": "echo approved-by-you > approved.txt; pwd; cat approved.txt"}
+                    {
+                        "command": "echo approved-by-you > approved.txt; pwd; cat approved.txt",
+                        **META,
+                    }
                 ),
             }
         ]
@@ -54,7 +59,11 @@ SCRIPT = [
                 "id": "call_second",
                 "name": "run_shell",
                 "arguments": json.dumps(
-                    {"command": "touch listed.txt && echo " + " ".join(f"w{i}" for i in range(40))}
+                    {
+                        "command": "touch listed.txt && echo "
+                        + " ".join(f"w{i}" for i in range(40)),
+                        **META,
+                    }
                 ),
             }
         ]

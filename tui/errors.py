@@ -70,3 +70,9 @@ class Cancelled(ToolError):
     """The user cancelled, steering skipped the call, or a timeout stopped it."""
 
     title = "Cancelled"
+
+
+class Timeout(ToolError):
+    """The call ran past its tool's time limit (``[agent] tool_timeout(s)``) and was cancelled."""
+
+    title = "Timeout"

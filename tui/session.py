@@ -266,7 +266,9 @@ class AgentSession:
             on_update=self.bus.publish,
         )
         try:
-            await self.registry.execute("run_shell", arguments, ctx)
+            # The person's own command: the bare form, which carries no model's claims (no
+            # risk label or reason to show as "the model says").
+            await self.registry.execute("run_shell", json.dumps(command), ctx)
         finally:
             self.user_commands.pop(call_id, None)
 

@@ -42,6 +42,7 @@ from tui.tools.builtin.memory import MemoryScope
 from tui.tools.loops import LoopMemory
 from tui.tools.registry import ToolRegistry
 from tui.tools.structured_output import StructuredOutputTool, load_json_schema
+from tui.tools.timeouts import ToolTimeouts
 
 ApproverFactory = Callable[[EventBus], Approver]
 
@@ -153,7 +154,8 @@ def build_session(
     registry = ToolRegistry(
         loops=LoopMemory(
             settings.agent.loop_ping_pong_cycles, settings.agent.loop_no_progress_repeats
-        )
+        ),
+        timeouts=ToolTimeouts(settings.agent.tool_timeout, dict(settings.agent.tool_timeouts)),
     )
     extensions = Extensions(
         loaded,

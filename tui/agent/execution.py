@@ -19,11 +19,16 @@ Strategy = Literal["sequential", "parallel", "batched"]
 RunCall = Callable[[ToolCall], Awaitable[ToolResult]]
 
 
-def skipped_result(call: ToolCall, why: str) -> ToolResult:
+STEERED = "Skipped due to queued user message."
+"""phi-core's words for a call steering skipped, so a model or prompt written for phi-core
+recognises them; ours follow, saying plainly that nothing happened."""
+
+
+def skipped_result(call: ToolCall, why: str, lead: str = "") -> ToolResult:
     return ToolResult.error(
         "Skipped",
-        f"{call.name} was NOT run: {why}. Nothing it would have done has happened; "
-        "call it again if it is still needed.",
+        f"{lead + ' ' if lead else ''}{call.name} was NOT run: {why}. Nothing it would have "
+        "done has happened; call it again if it is still needed.",
         skipped=True,
     )
 
@@ -83,7 +88,7 @@ class ToolExecutor:
                 if self.steered() and self.plan.strategy != "parallel":
                     for index in group:
                         results[index] = skipped_result(
-                            calls[index], "the user sent a new message before it started"
+                            calls[index], "the user sent a new message before it started", STEERED
                         )
                     continue
                 await self._run_group(calls, group, results)

@@ -271,7 +271,7 @@ def _env_value(text: str) -> str:
 
 def _with_feedback(result: ToolResult, feedback: str, event: str = "PostToolUse") -> ToolResult:
     text = f"{result.text}\n[{event} hook] {feedback}"
-    return ToolResult(text, result.details, result.is_error, result.child_loop_id)
+    return result.noted(text, f"[{event} hook] {feedback}")
 
 
 LIFECYCLE_EVENTS = (ToolCallStarted, ToolCallCompleted)

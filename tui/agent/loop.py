@@ -44,6 +44,7 @@ from tui.events import (
     Notice,
     ToolCallCompleted,
     ToolCallRequested,
+    ToolCallStarted,
     TurnEnded,
     TurnStarted,
     UserMessage,
@@ -52,7 +53,7 @@ from tui.exec.backend import ExecutionBackend
 from tui.safe_text import clean
 from tui.security.policy import SecurityPolicy
 from tui.security.risk.warm import warm as warm_rater
-from tui.tools.registry import ToolRegistry
+from tui.tools.registry import ENDS_TURN, ToolRegistry
 from tui.tools.result import ToolResult
 from tui.tools.structured_output import STRUCTURED_OUTPUT_KEY
 from tui.tools.truncation import envelope
@@ -254,11 +255,14 @@ class AgentLoop:
                     self._append(Message(role="user", content=STRUCTURED_OUTPUT_REMINDER))
                     continue
                 return TurnOutcome("completed", completed.text, turn, usage=self.usage)
-            await self._run_tools(completed.tool_calls)
+            stopped = await self._run_tools(completed.tool_calls)
             for after in self.hooks.after_update:
                 await after(turn)
             if self._cancel.is_set():
                 return TurnOutcome("cancelled", final_text, turn)
+            if stopped is not None:
+                self.emit(Notice(message=stopped, level="warning"))
+                return TurnOutcome("error", final_text, turn, error=stopped, usage=self.usage)
             if self._structured:
                 value = self._structured[-1]
                 return TurnOutcome(
@@ -462,7 +466,9 @@ class AgentLoop:
             )
         return completed
 
-    async def _run_tools(self, calls: list[ToolCall]) -> None:
+    async def _run_tools(self, calls: list[ToolCall]) -> str | None:
+        """Run one response's calls; what stops the turn after them, if anything does (the
+        loop detector's third stage)."""
         saved: dict[int, Message] = {}
         """Results already in the transcript, by ``id(call)``: each was saved as it ended."""
 
@@ -513,6 +519,14 @@ class AgentLoop:
             raise
         self.registry.loops.end_decision()
         self._record_results(calls, results, saved)
+        for call, result in zip(calls, results, strict=True):
+            if result.details.get(ENDS_TURN):
+                return (
+                    f"the turn was stopped: the model kept repeating a loop with {call.name} "
+                    "after it was warned and a call was refused. Say how to go on, or start "
+                    "over with a different request."
+                )
+        return None
 
     def _interrupted(self, call: ToolCall) -> ToolResult:
         result = ToolResult.error(
@@ -532,7 +546,7 @@ class AgentLoop:
             if not result.is_error and STRUCTURED_OUTPUT_KEY in result.details:
                 self._structured.append(result.details[STRUCTURED_OUTPUT_KEY])
             if result.details.get("skipped"):
-                self._emit_unrun(call, result)
+                self._emit_unrun(call, result, started=True)
             message = saved.get(id(call))
             if message is not None:
                 self.messages.append(message)
@@ -548,9 +562,20 @@ class AgentLoop:
         self._limits.append(f"{call.name}: {reason}")
         self.emit(ErrorEvent(title=LimitReached.title, message=f"{call.name} refused: {reason}"))
 
-    def _emit_unrun(self, call: ToolCall, result: ToolResult) -> None:
+    def _emit_unrun(self, call: ToolCall, result: ToolResult, *, started: bool = False) -> None:
         """Close a call that never reached the registry (skipped by steering or cancel,
-        interrupted), so every requested call shows an end in the UI too."""
+        interrupted), so every requested call shows an end in the UI too. A skipped call
+        (``started``) gets its start first, as phi-core emits one: a consumer of the events
+        sees every call it was told of start and end."""
+        if started:
+            self.emit(
+                ToolCallStarted(
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    arguments=_arguments(call),
+                    actor=self.backend.actor,
+                )
+            )
         self.emit(
             ToolCallCompleted(
                 tool_call_id=call.id,
@@ -567,12 +592,21 @@ class AgentLoop:
 def _result_message(call: ToolCall, result: ToolResult) -> Message:
     return Message(
         role="tool",
-        content=envelope(result.text),
+        content=envelope(result.model_result()),
         tool_call_id=call.id,
         tool_name=call.name,
         is_error=result.is_error,
         images=[ImagePart(i.data, i.mime_type) for i in result.images],
     )
+
+
+def _arguments(call: ToolCall) -> dict[str, Any]:
+    """A call's arguments as an object for its event (``{}`` when they are not one)."""
+    try:
+        value = json.loads(call.arguments or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _widen(into: dict[str, int], usage: UsageReport) -> None:

@@ -29,6 +29,8 @@ _EXAMPLES: dict[KeyPath, str] = {
     ("agent", "max_turns"): "200",
     ("agent", "system_prompt"): '"Prefer small, reviewed changes."',
     ("agent", "json_schema"): '"answer.schema.json"',
+    ("agent", "tool_timeout"): "600",
+    ("agent", "tool_timeouts"): "{ fetch_url = 30, run_shell = 0 }",
     ("web", "search_url"): '"http://127.0.0.1:8888/search"',
     ("security", "allowed_hosts"): '["api.github.com", "example.com"]',
     ("approval", "timeout"): "300",
@@ -120,7 +122,7 @@ def _section_lines(name: str, section: type[BaseModel]) -> list[str]:
         if (name, key) in _DUMP_SKIP:
             continue
         value = getattr(defaults, key)
-        if (name, key) == ("provider", "model") or value is None:
+        if (name, key) == ("provider", "model") or value is None or value == {}:
             example = _EXAMPLES.get((name, key), '""')
             lines.append(f"# {key} = {example}")
         else:

@@ -1,12 +1,14 @@
 """Path checks done the safe way round: canonicalise first, then judge.
 
-A path is refused when it has a NUL byte, or — in workspace-only mode — when it lands outside
-the workspace. A path in a secret place (``[security] forbidden_paths``, by default
-``SECRET_PATHS``) is a secret when its lexical form (``..`` folded), its real form (symlinks
-followed) or — on this machine — its inode (a hard link to a key) lands there. Checking all
-three catches a symlink inside the workspace that points at ``~/.ssh``, a ``..`` walk out of
-it, and ``ln ~/.ssh/id_rsa notes.txt``. Secrets are never written; they are read only when
-the user lists them in ``allowed_secret_paths`` or approves that one call.
+A path is refused when it has a NUL byte or climbs with ``..`` (as ZeroClaw's
+``is_path_allowed`` refuses it: a lexical fold would let ``../../etc/hostname`` through in
+every mode), or — in workspace-only mode — when it lands outside the workspace. A path in a
+secret place (``[security] forbidden_paths``, by default ``SECRET_PATHS``) is a secret when its
+lexical form, its real form (symlinks followed) or — on this machine — its inode (a hard link
+to a key) lands there. Checking all three catches a symlink inside the workspace that points at
+``~/.ssh``, a ``..`` inside a symlink's target, and ``ln ~/.ssh/id_rsa notes.txt``. Secrets are
+never written; they are read only when the user lists them in ``allowed_secret_paths`` or
+approves that one call.
 """
 
 from __future__ import annotations
@@ -168,6 +170,13 @@ class PathGuard:
             raise PermissionDenied("path contains a NUL byte; pass a plain path")
         if not raw.strip():
             raise InvalidArguments("path is empty")
+        traversal = climbs(raw)
+        if traversal is not None:
+            raise PermissionDenied(
+                f"{raw}: {traversal}; tool paths never climb with `..` (the path-traversal rule, "
+                "as ZeroClaw's is_path_allowed). Name the place directly: an absolute path, or "
+                "one relative to where the call starts"
+            )
         expanded = Path(_expand_home(raw, self.home))
         if not expanded.is_absolute():
             expanded = (Path(base) if base else self.base_dir()) / expanded
@@ -207,6 +216,20 @@ class PathGuard:
         if checked.secret is not None:
             raise PermissionDenied(secret_refusal(raw, checked.secret, write=write))
         return checked.path
+
+
+def climbs(raw: str) -> str | None:
+    """What makes ``raw`` a traversal ZeroClaw's ``is_path_allowed`` refuses, or None: a
+    ``..`` component (``../x``, ``a/../b``, ``..``), its URL-encoded spelling (``..%2f``), or
+    ``~user`` (another account's home, which a shell would expand at run time)."""
+    if ".." in raw.split("/"):
+        return "it has a `..` component"
+    lowered = raw.lower()
+    if "..%2f" in lowered or "%2f.." in lowered:
+        return "it has a URL-encoded `..` component"
+    if raw.startswith("~") and raw != "~" and not raw.startswith("~/"):
+        return "it names another account's home (~user)"
+    return None
 
 
 def secret_refusal(raw: str, reason: str, *, write: bool) -> str:

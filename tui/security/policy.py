@@ -49,6 +49,7 @@ from tui.security.ratelimit import RateLimiter
 from tui.security.reasons import mode_reason, rule_reason, secret_reason
 from tui.security.risk.context import RiskContext
 from tui.security.risk.verdict import CommandRisk, Risk, max_risk
+from tui.security.risk_gates import asks_for_risk, high_risk_refusal, risk_reason
 from tui.security.rules import Rule, covers_all, first_match, parse_rules
 from tui.security.settings import SecuritySettings
 from tui.security.trust import control_file
@@ -273,6 +274,9 @@ class SecurityPolicy:
 
             risk = assess_command(access.command, self.risk_context)
             self._check_command_lists(tool, access.command, risk)
+            blocked = high_risk_refusal(self.settings, tool, access, risk, self.allow_rules)
+            if blocked is not None:
+                raise PermissionDenied(blocked)
         needed = self.required_permission(access, risk, paths)
         if needed > self.ceiling:
             flag = _MODE_FLAG.get(needed, "a wider --approval-mode")
@@ -339,6 +343,8 @@ class SecurityPolicy:
             return Verdict.ASK, "secret"
         mode = self.approval_mode
         if needed == PermissionMode.READ_ONLY or mode is ApprovalMode.FULL_AUTO:
+            if asks_for_risk(self.settings, access, risk):
+                return Verdict.ASK, "risk"
             return Verdict.ALLOW, "mode"
         if (
             mode is ApprovalMode.AUTO_EDIT
@@ -363,6 +369,8 @@ class SecurityPolicy:
         if risk is not None and risk.reads_secret:
             places = [place for segment in risk.segments for place in segment.secrets]
             return secret_reason(self.approval_mode, list(dict.fromkeys(places)))
+        if self.approval_mode is ApprovalMode.FULL_AUTO and risk is not None:
+            return risk_reason(access, risk)
         control = self.control_write(access)
         return mode_reason(self.approval_mode, access, needed, risk, control)
 

@@ -53,6 +53,8 @@ SETTING_KINDS: dict[str, Kind] = {
     "agent.loop_ping_pong_cycles": "tightening",
     "agent.loop_no_progress_repeats": "tightening",
     "agent.output_disk_cap": "tightening",
+    "agent.tool_timeout": "tightening",
+    "agent.tool_timeouts": "tightening",
     # [tools]
     "tools.*": "tightening",
     # [security]
@@ -72,6 +74,8 @@ SETTING_KINDS: dict[str, Kind] = {
     "security.env_passthrough": "tightening",
     "security.allowed_hosts": "tightening",
     "security.blocked_hosts": "tightening",
+    "security.block_high_risk_commands": "tightening",
+    "security.require_approval_for_medium_risk": "tightening",
     # [sandbox]: tightening applies at once; turning it off never comes from a workspace
     "sandbox.mode": "tightening",
     "sandbox.network": "tightening",

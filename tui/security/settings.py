@@ -75,6 +75,13 @@ class SecuritySettings(BaseModel):
     """When set, only these programs may run (every segment's program must be listed)."""
     command_denylist: list[str] = Field(default_factory=lambda: list(DEFAULT_COMMAND_DENYLIST))
     """Command patterns (exact or ``prefix:*``) refused in any segment."""
+    block_high_risk_commands: bool = False
+    """Refuse every high-risk (or unknown) command outright, before anyone is asked, unless
+    ``command_allowlist`` names each of its programs or an ``allow`` rule covers it
+    (ZeroClaw's switch; its default is on)."""
+    require_approval_for_medium_risk: bool = False
+    """Ask about every medium- or high-risk command, even in full-auto mode; allow rules and
+    saved grants still answer (ZeroClaw's switch; its default is on)."""
     max_actions_per_hour: int = 600
     """Acting (non-read-only) calls allowed in any sliding hour; 0 means no limit."""
     env_allowlist: list[str] = Field(default_factory=lambda: list(DEFAULT_ENV_ALLOWLIST))

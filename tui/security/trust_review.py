@@ -103,7 +103,7 @@ def review_layer(
                 walk(value, path)
                 continue
             put(review.trusted, path, value)
-            verdict = _judge(path, value, _lookup(base, path))
+            verdict = _judge(path, value, _lookup(base, path), base)
             if verdict is None:
                 put(review.safe, path, value)
             else:
@@ -150,10 +150,18 @@ def _plain(value: Any) -> str:
     return str(getattr(value, "value", value))
 
 
-def _judge(path: tuple[str, ...], value: Any, base: Any) -> tuple[str, Why] | None:
-    """None when the value may apply untrusted, else (what it would do, why it waits)."""
+def _judge(
+    path: tuple[str, ...], value: Any, base: Any, root: Mapping[str, Any] | None = None
+) -> tuple[str, Why] | None:
+    """None when the value may apply untrusted, else (what it would do, why it waits).
+
+    ``root``: all the settings below the workspace file, for keys whose base lives elsewhere
+    (a tool's own time limit falls back to the default one).
+    """
     if value == base:
         return None
+    if path[:2] in (("agent", "tool_timeout"), ("agent", "tool_timeouts")):
+        return _judge_time_limit(path, value, base, root or {})
     if isinstance(value, Mapping) and value == {"enabled": False}:
         return None  # switching off a server or an API the person configured
     kind = kind_of(path)
@@ -288,6 +296,22 @@ _SUBSET_TIGHTENS = {"allow", "allowed_roots", "env_allowlist", "env_passthrough"
 _NONE_MEANS_ANY = {"command_allowlist", "allowed_hosts"}
 
 
+def _judge_time_limit(
+    path: tuple[str, ...], value: Any, base: Any, root: Mapping[str, Any]
+) -> tuple[str, Why] | None:
+    """A shorter tool time limit applies at once; a longer one, or none, waits for trust."""
+    if len(path) == 3:  # one tool's own limit; without one it has the default's
+        if not isinstance(base, int | float):
+            base = _lookup(root, ("agent", "tool_timeout"))
+    elif len(path) != 2:
+        return f"sets {'.'.join(path)} to {_show(value)}", "loosens"
+    is_limit = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+    if is_limit and (not base or value <= base):
+        return None
+    what = "the tool time limit" if len(path) == 2 else f"the time limit of {path[2]}"
+    return f"raises {what} to {_show(value) if is_limit else 'none'}", "loosens"
+
+
 _SANDBOX_ORDER = {
     "mode": ("required", "auto", "off"),
     "network": ("none", "proxy"),
@@ -320,6 +344,10 @@ def _judge_security(key: str, value: Any, base: Any) -> tuple[str, Why] | None:
         if value is True:
             return None
         return "lets tools leave the workspace", "loosens"
+    if key in ("block_high_risk_commands", "require_approval_for_medium_risk"):
+        if value is True:
+            return None
+        return f"turns off security.{key}", "loosens"
     if key == "max_actions_per_hour":
         if isinstance(value, int) and value > 0 and (not base or value <= base):
             return None

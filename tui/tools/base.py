@@ -43,6 +43,15 @@ class Tool(ABC, Generic[P]):
     truncation: ClassVar[TruncationRule] = TruncationRule.head(8000)
     aliases: ClassVar[dict[str, str]] = {}
     """Argument names models commonly use instead of ours (``cmd`` for ``command``)."""
+    name_aliases: ClassVar[tuple[str, ...]] = ()
+    """Other names a model trained elsewhere calls this tool by (ZeroClaw's ``bash``, ``sh``
+    and ``shell`` for ``run_shell``); used only while no tool of that name is registered."""
+    raw_argument: ClassVar[str | None] = None
+    """The argument a bare string stands for (``"ls -la"`` → ``command``), as ZeroClaw's
+    parser reads one; None: arguments must be a JSON object."""
+    BareParams: ClassVar[type[ToolParams] | None] = None
+    """The parameters of a call made by one of ``name_aliases`` or as a bare string: that
+    seed's own contract, which may ask less than ``Params``. None: ``Params``."""
     honours_cancel: ClassVar[bool] = False
     """True when ``execute`` itself stops promptly once ``ctx.cancel`` is set, so the registry
     can await it directly instead of racing it against the cancel event."""
@@ -59,6 +68,16 @@ class Tool(ABC, Generic[P]):
             pydantic.ValidationError: or InvalidArguments, from tools with their own schema.
         """
         return self.Params.model_validate(data)
+
+    changes_panes: ClassVar[bool] = False
+    """True when a call may change what a tmux pane shows (a command, keys, a new or killed
+    pane): an unchanged-capture notice must then not stand for a screen seen before it."""
+
+    def unchanged_key(self, params: P) -> str | None:
+        """For a tool that only looks (a pane capture): what makes two calls "the same look",
+        so a repeat whose result has not changed gets a short notice instead (see
+        ``tools/unchanged.py``). None, the default: never replaced."""
+        return None
 
     def access(self, params: P) -> ToolAccess:
         """What this call touches; override for tools with paths or commands."""

@@ -43,10 +43,18 @@ class LoopDetected(ToolError):
     """The call was not run: it would have continued a loop the model was already told of."""
 
     title = "Loop detected"
+    ends_turn = False
 
     def __init__(self, msg: str, loop: LoopKind) -> None:
         super().__init__(msg)
         self.loop = loop
+
+
+class LoopStopped(LoopDetected):
+    """The third stage (ZeroClaw's circuit breaker): the model was warned, then refused, and
+    went on with the same loop: the call is not run and the turn ends, with a notice."""
+
+    ends_turn = True
 
 
 @dataclass(frozen=True)
@@ -91,6 +99,8 @@ class LoopMemory:
         self._history: deque[_Entry] = deque(maxlen=max(2 * self.ping_pong_cycles + 2, 8))
         self._streak: _Streak | None = None
         """The call made last, while it keeps returning the same successful output."""
+        self._refused: set[tuple[str, frozenset[Key]]] = set()
+        """Loops a call was already refused for: refusing one again stops the turn."""
         self._decision: set[Key] | None = None
         """Calls of the answer being run that were let through: their twins in it run
         unjudged and uncounted (the registry asks ``twin`` first). None between answers: a
@@ -123,7 +133,8 @@ class LoopMemory:
         cycles = self._ping_pong()
         if cycles is not None and key == self._history[-2].key:
             first, second = self._history[-2].key[0], self._history[-1].key[0]
-            raise LoopDetected(
+            raise self._refuse(
+                frozenset({self._history[-2].key, self._history[-1].key}),
                 f"this {key[0]} call was not run: it would continue a loop — {first} and "
                 f"{second} have alternated {cycles} times with the same arguments and the same "
                 f"results each time. {_PING_PONG_ADVICE}",
@@ -136,12 +147,24 @@ class LoopMemory:
             and streak.key == key
             and streak.count >= self.no_progress_repeats
         ):
-            raise LoopDetected(
+            raise self._refuse(
+                frozenset({key}),
                 f"this exact {key[0]} call was not run: it returned the same output the last "
                 f"{streak.count} times, and nothing else happened since. "
                 f"{_NO_PROGRESS_ADVICE}",
                 "no_progress",
             )
+
+    def _refuse(self, calls: frozenset[Key], message: str, loop: LoopKind) -> LoopDetected:
+        """The refusal; the second for the same loop stops the turn."""
+        if (loop, calls) in self._refused:
+            return LoopStopped(
+                f"{message} The model was already refused for this loop and went on: the turn "
+                "is stopped so the user can decide.",
+                loop,
+            )
+        self._refused.add((loop, calls))
+        return LoopDetected(message, loop)
 
     # -- after a call ----------------------------------------------------------------------------
 

@@ -29,7 +29,9 @@ from tui.tools.context import ToolContext
 from tui.tools.failures import FailureMemory
 from tui.tools.loops import LoopDetected, LoopMemory, LoopWarning, with_note
 from tui.tools.result import ToolResult
+from tui.tools.timeouts import ToolTimeouts, run_limited
 from tui.tools.truncation import truncate
+from tui.tools.unchanged import UnchangedCaptures
 
 MAX_ARGUMENT_BYTES = 4 * 1024 * 1024
 """Raw argument JSON above this is refused before parsing (a runaway model, not a real call)."""
@@ -39,10 +41,25 @@ MAX_MESSAGE_CHARS = 2000
 
 DefinitionFormat = Literal["openai", "anthropic"]
 
+ENDS_TURN = "ends_turn"
+"""In a result's details: the loop detector's third stage stopped this call, and the turn
+must end after this response's calls (the loop reads it)."""
+
 
 class ToolRegistry:
-    def __init__(self, tools: Iterable[Tool[Any]] = (), *, loops: LoopMemory | None = None) -> None:
+    def __init__(
+        self,
+        tools: Iterable[Tool[Any]] = (),
+        *,
+        loops: LoopMemory | None = None,
+        timeouts: ToolTimeouts | None = None,
+    ) -> None:
         self._tools: dict[str, Tool[Any]] = {}
+        self._aliases: dict[str, str] = {}
+        """Other names of registered tools (``bash`` → ``run_shell``), see ``name_aliases``."""
+        self.timeouts = timeouts or ToolTimeouts()
+        """phi-core's per-tool time limits (``[agent] tool_timeout(s)``)."""
+        self.unchanged = UnchangedCaptures()
         self._deferred: set[str] = set()
         """Registered but not sent to the model until ``tool_search`` activates them."""
         self.failures = FailureMemory()
@@ -55,6 +72,8 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        for alias in tool.name_aliases:
+            self._aliases.setdefault(alias, tool.name)
         if deferred:
             self._deferred.add(tool.name)
 
@@ -99,7 +118,7 @@ class ToolRegistry:
         loop memory (the same loop thresholds)."""
         wanted = set(self._tools) if names is None else set(names)
         skip = set(exclude)
-        subset = ToolRegistry(loops=self.loops.copy_settings())
+        subset = ToolRegistry(loops=self.loops.copy_settings(), timeouts=self.timeouts)
         for name, tool in self._tools.items():
             if name in wanted and name not in skip:
                 subset.register(tool, deferred=name in self._deferred and names is None)
@@ -114,7 +133,7 @@ class ToolRegistry:
         """
         try:
             tool = self.lookup(clean(name))
-            params = self.parse_arguments(tool, raw_arguments)
+            params = self.parse_arguments(tool, raw_arguments, called=clean(name))
             access = tool.access(params)
             needed, risk, _ = policy.precheck(tool.name, access)
         except ToolError:
@@ -134,7 +153,12 @@ class ToolRegistry:
     # -- parsing -----------------------------------------------------------------------------
 
     def lookup(self, name: str) -> Tool[Any]:
-        tool = self._tools.get(name)
+        """The tool called ``name``, or the one that answers to it (``bash`` → ``run_shell``).
+
+        Raises:
+            NotFound: with the closest names and the whole tool set.
+        """
+        tool = self._tools.get(name) or self._tools.get(self._aliases.get(name, ""))
         if tool is not None:
             return tool
         # difflib is quadratic: a megabyte-long name gets no suggestions, not a stalled loop.
@@ -148,12 +172,16 @@ class ToolRegistry:
         shown = repr(excerpt(name, 80)) if name else "'' (the name is empty)"
         raise NotFound(f"no tool named {shown}.{hint} Available tools: {available}")
 
-    def parse_arguments(self, tool: Tool[Any], raw: str | dict[str, Any] | None) -> ToolParams:
+    def parse_arguments(
+        self, tool: Tool[Any], raw: str | dict[str, Any] | None, *, called: str | None = None
+    ) -> ToolParams:
         """Raw JSON text from the model to validated params, with every problem in one error.
 
         Strict JSON: ``NaN``, ``Infinity``, numbers that overflow and nesting Python cannot
         parse are refused here, with a short message, before any tool code sees them; lone
         surrogates become U+FFFD. A dict (a hook's rewrite) goes through the same text path.
+        A call by another of the tool's names (``called``), or a bare string for a tool with a
+        ``raw_argument``, is read as ZeroClaw reads one, under ``tool.BareParams``.
         """
         if isinstance(raw, dict):
             try:
@@ -170,19 +198,26 @@ class ToolRegistry:
                 f"arguments are {len(text)} characters, above the "
                 f"{MAX_ARGUMENT_BYTES // (1024 * 1024)} MiB limit; send less at once"
             )
+        bare = called is not None and called != tool.name
         try:
             data: Any = loads_strict(clean_json_text(text)) if text else {}
         except ValueError as error:
-            raise InvalidArguments(
-                f"arguments for {tool.name} are not valid JSON ({excerpt(str(error), 200)}); "
-                "send one JSON object matching the tool's schema"
-            ) from None
+            if tool.raw_argument is None or text[:1] in ("{", "["):
+                raise InvalidArguments(
+                    f"arguments for {tool.name} are not valid JSON ({excerpt(str(error), 200)}); "
+                    "send one JSON object matching the tool's schema"
+                ) from None
+            data = text  # a bare command, as ZeroClaw's parser reads `bash>ls -la`
+        if isinstance(data, str) and tool.raw_argument is not None:
+            data, bare = {tool.raw_argument: data}, True
         if not isinstance(data, dict):
             raise InvalidArguments(
                 f"arguments for {tool.name} must be a JSON object, got {type(data).__name__}"
             )
         data = self._apply_aliases(tool, data)
         try:
+            if bare and tool.BareParams is not None:
+                return tool.BareParams.model_validate(data)
             return tool.parse_params(data)
         except ValidationError as error:
             raise InvalidArguments(describe_validation_error(tool.name, error)) from None
@@ -225,7 +260,7 @@ class ToolRegistry:
         twin = False
         try:
             tool = self.lookup(name)
-            params = self.parse_arguments(tool, raw_arguments)
+            params = self.parse_arguments(tool, raw_arguments, called=name)
             key = (name, params.model_dump_json())
             twin = self.loops.twin(key)  # sent in the same answer: one decision, judged once
             if not twin:
@@ -233,9 +268,12 @@ class ToolRegistry:
                 self.loops.check(key)
                 self.loops.claim(key)
             result = await self._authorized_run(tool, params, ctx, waited)
+            result = self.unchanged.after(tool, params, result)
         except LoopDetected as error:
             blocked = error
             result = ToolResult.error(error.kind, error.msg, loop=error.loop)
+            if error.ends_turn:
+                result.details[ENDS_TURN] = True
         except ToolError as error:
             result = ToolResult.error(error.kind, error.msg)
         except Exception as error:  # a tool bug must not end the loop
@@ -247,11 +285,16 @@ class ToolRegistry:
         warning: LoopWarning | None = None
         if blocked is not None:  # not run: neither a failure nor a repeat of the call
             what = "ping-pong" if blocked.loop == "ping_pong" else "no-progress"
+            ended = (
+                "; it went on after being refused once, so the turn stops here"
+                if blocked.ends_turn
+                else ""
+            )
             ctx.on_update(
                 _loop_notice(
                     ctx,
                     f"loop detected: {excerpt(name, 80)} was not run; it would continue a "
-                    f"{what} loop the model was already told of",
+                    f"{what} loop the model was already told of{ended}",
                 )
             )
         elif not twin:
@@ -268,7 +311,10 @@ class ToolRegistry:
                     "ExecutionFailed", f"its output could not be bounded: {excerpt(str(error))}"
                 )
         if warning is not None:  # after bounding, so a kept head cannot cut the note off
-            result = with_note(result, warning.note)
+            noted = with_note(result, warning.note)
+            if result.value is not None:  # the model reads the value: the note goes there too
+                noted = result.noted(noted.text, warning.note)
+            result = noted
             result.details = dict(result.details, loop=warning.loop)
             ctx.on_update(_loop_notice(ctx, warning.notice))
         # The time a person took to answer is not the call's: it is reported apart.
@@ -277,7 +323,7 @@ class ToolRegistry:
         ctx.on_update(
             ToolCallCompleted(
                 tool_call_id=ctx.tool_call_id,
-                tool_name=excerpt(name, 200),
+                tool_name=excerpt(tool.name if tool is not None else name, 200),
                 is_error=result.is_error,
                 duration_ms=max(0.0, duration_ms),
                 approval_wait_ms=approval_wait_ms,
@@ -355,7 +401,22 @@ class ToolRegistry:
     async def _run_cancellable(
         self, tool: Tool[Any], params: ToolParams, ctx: ToolContext
     ) -> ToolResult:
-        """Race the tool against the cancel event, so even a tool that never checks it stops."""
+        """Race the tool against the cancel event, so even a tool that never checks it stops;
+        with a time limit for the tool, the limit sets the call's own cancel event too."""
+        limit = self.timeouts.for_tool(tool.name)
+        if limit is None:
+            return await self._run_racing(tool, params, ctx)
+        return await run_limited(
+            tool.name,
+            limit,
+            self.timeouts.setting(tool.name),
+            ctx,
+            lambda own: self._run_racing(tool, params, own),
+        )
+
+    async def _run_racing(
+        self, tool: Tool[Any], params: ToolParams, ctx: ToolContext
+    ) -> ToolResult:
         if tool.honours_cancel:
             return await tool.execute(params, ctx)
         task = asyncio.ensure_future(tool.execute(params, ctx))
@@ -394,7 +455,7 @@ class ToolRegistry:
         details = dict(result.details, truncated_chars=cut.cut_chars)
         if cut.full_output_path:
             details["full_output_path"] = cut.full_output_path
-        return ToolResult(cut.text, details, result.is_error, result.child_loop_id)
+        return ToolResult(cut.text, details, result.is_error, result.child_loop_id, result.value)
 
 
 def _loop_notice(ctx: ToolContext, message: str) -> Notice:
@@ -416,9 +477,10 @@ def _cleaned(result: ToolResult) -> ToolResult:
         content: Any = clean(result.content)
     else:
         content = [clean(part) if isinstance(part, str) else part for part in result.content]
-    if content == result.content:
+    value = clean_value(result.value) if result.value is not None else None
+    if content == result.content and value == result.value:
         return result
-    return ToolResult(content, result.details, result.is_error, result.child_loop_id)
+    return ToolResult(content, result.details, result.is_error, result.child_loop_id, value)
 
 
 def describe_validation_error(tool_name: str, error: ValidationError) -> str:

@@ -30,6 +30,22 @@ class ToolResult:
     details: dict[str, Any] = field(default_factory=dict)
     is_error: bool = False
     child_loop_id: str | None = None
+    value: dict[str, Any] | None = None
+    """What the model reads as the envelope's ``result`` when a seed's contract gives the
+    result a shape (``run_shell``: Buddy's ``exit_code``/``stdout``/``stderr``); ``content``
+    stays the text a person reads. None: the model reads ``text``."""
+
+    def model_result(self) -> Any:
+        """The envelope's ``result`` for this call."""
+        return self.value if self.value is not None else self.text
+
+    def noted(self, text: str, note: str) -> ToolResult:
+        """This result with ``text`` as its content and ``note`` kept in its value too (a
+        loop warning, a hook's feedback), so the model reads the note in either form."""
+        value = None
+        if self.value is not None:
+            value = dict(self.value, notices=[*self.value.get("notices", []), note])
+        return ToolResult(text, self.details, self.is_error, self.child_loop_id, value)
 
     @property
     def text(self) -> str:

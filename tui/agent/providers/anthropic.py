@@ -355,10 +355,14 @@ def _messages_to_wire(messages: list[Message]) -> list[dict[str, Any]]:
     wire: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "tool":
+            # Images a tool returned (a screenshot, an image file) travel inside its result.
+            result: str | list[dict[str, Any]] = message.content
+            if message.images:
+                result = [{"type": "text", "text": message.content}, *_image_blocks(message)]
             block = {
                 "type": "tool_result",
                 "tool_use_id": message.tool_call_id or "",
-                "content": message.content,
+                "content": result,
                 "is_error": message.is_error,
             }
             if wire and _is_tool_results(wire[-1]):

@@ -286,6 +286,34 @@ def events_from_completion(data: dict[str, Any]) -> list[ProviderEvent]:
     return events
 
 
+def _messages_to_wire(messages: list[Message]) -> list[dict[str, Any]]:
+    """The conversation as Chat Completions messages. A tool message carries text only, so
+    the images tools returned follow their results in one user message, naming each call:
+    the model sees them at the same point of the conversation as in the other wire formats."""
+    wire: list[dict[str, Any]] = []
+    images: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role != "tool" and images:
+            wire.append({"role": "user", "content": images})
+            images = []
+        wire.append(_message_to_wire(message))
+        if message.role == "tool" and message.images:
+            images.append(
+                {"type": "text", "text": f"Images returned by tool call {message.tool_call_id}:"}
+            )
+            images.extend(_image_parts(message))
+    if images:
+        wire.append({"role": "user", "content": images})
+    return wire
+
+
+def _image_parts(message: Message) -> list[dict[str, Any]]:
+    return [
+        {"type": "image_url", "image_url": {"url": f"data:{image.mime_type};base64,{image.data}"}}
+        for image in message.images
+    ]
+
+
 def _message_to_wire(message: Message) -> dict[str, Any]:
     if message.role == "tool":
         return {
@@ -316,9 +344,7 @@ def _message_to_wire(message: Message) -> dict[str, Any]:
     parts: list[dict[str, Any]] = []
     if message.content:
         parts.append({"type": "text", "text": message.content})
-    for image in message.images:
-        url = f"data:{image.mime_type};base64,{image.data}"
-        parts.append({"type": "image_url", "image_url": {"url": url}})
+    parts.extend(_image_parts(message))
     return {"role": "user", "content": parts}
 
 
@@ -343,7 +369,7 @@ def build_request_body(
     wire: list[dict[str, Any]] = []
     if system:
         wire.append({"role": "system", "content": system})
-    wire.extend(_message_to_wire(message) for message in messages)
+    wire.extend(_messages_to_wire(messages))
     body: dict[str, Any] = {"model": model}
     if tools:  # before the messages, which are the only part that grows
         body["tools"] = tools

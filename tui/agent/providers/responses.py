@@ -300,7 +300,8 @@ def input_items(messages: list[Message]) -> list[dict[str, Any]]:
                 {
                     "type": "function_call_output",
                     "call_id": message.tool_call_id or "",
-                    "output": message.content,
+                    # Text, or text and the images the tool returned (the API takes both).
+                    "output": _user_content(message),
                 }
             )
         elif message.role == "assistant":

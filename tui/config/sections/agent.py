@@ -6,7 +6,7 @@ defaults from here, so that the settings, which sit below the tools, never impor
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
@@ -51,6 +51,12 @@ class AgentSettings(BaseModel):
     loop_no_progress_repeats: int = Field(default=DEFAULT_NO_PROGRESS_REPEATS, ge=0)
     """The same call returning the same successful output this many times gets the same
     note, and repeating it straight away again is not run. 0 turns the detector off."""
+    tool_timeout: float | None = Field(default=None, ge=0)
+    """Seconds any one tool call may run (after its approval) before it is cancelled and the
+    model reads a Timeout error, as phi-core's ``tool_timeout``; unset or 0: no limit."""
+    tool_timeouts: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
+    """Per tool name, overriding ``tool_timeout`` (``{ fetch_url = 30, run_shell = 0 }``;
+    0: no limit for that tool)."""
     output_disk_cap: int = Field(default=DEFAULT_DISK_CAP, ge=0)
     """Bytes of one command's output saved to disk (the full-output file the model may page
     through, and each tool block's stream for the pager). Past it nothing more is saved, and

@@ -19,7 +19,18 @@ import shlex
 from tui.exec.backend import BackendError
 
 _TMUX_GLOBAL_WITH_ARG = {"-L", "-S", "-f", "-c", "-T"}
-_TMUX_FORBIDDEN = {"new-session", "new", "kill-server", "kill-session", "kill-window", "kill-pane"}
+_TMUX_FORBIDDEN = {"new-session", "kill-server", "kill-session", "kill-window", "kill-pane"}
+_TMUX_NEW_PANE = {"new-window", "split-window"}
+_TMUX_ALIASES = {
+    "new": "new-session",
+    "neww": "new-window",
+    "splitw": "split-window",
+    "killp": "kill-pane",
+    "killw": "kill-window",
+}
+MANAGED_PANE_TOOLS = (
+    "tmux_create_pane (a split or a window), tmux_create_session, tmux_kill_pane, tmux_kill_session"
+)
 
 
 class ShellGuardError(BackendError):
@@ -38,16 +49,42 @@ def _words(text: str) -> list[str]:
     return words
 
 
+def _option(name: str) -> str:
+    """A shell option's name as zsh compares them: case and underscores do not count."""
+    return name.replace("_", "").lower()
+
+
 def _sets_errexit(words: list[str]) -> bool:
-    args = words[1:]
+    """``set -e``, ``set -o errexit`` (or zsh's ``ERR_EXIT``), ``setopt errexit``/``-e``,
+    ``unsetopt noerrexit``: all turn on exit-on-error in the shell that runs them."""
+    first, args = words[0], words[1:]
+    if first in ("setopt", "unsetopt"):
+        wanted = "errexit" if first == "setopt" else "noerrexit"
+        for word in args:
+            if word.startswith("-") and not word.startswith("--") and "e" in word[1:]:
+                return first == "setopt"
+            if _option(word) == wanted:
+                return True
+        return False
     for index, word in enumerate(args):
         if word == "--":
             return False
-        if word == "-o" and index + 1 < len(args) and args[index + 1] == "errexit":
+        if word == "-o" and index + 1 < len(args) and _option(args[index + 1]) == "errexit":
             return True
         if word.startswith("-") and not word.startswith("--") and "e" in word[1:]:
             return True
     return False
+
+
+def _tmux_command(word: str) -> str:
+    """The tmux command ``word`` names: itself, through an alias, or as tmux's unique prefix
+    of one we refuse (an ambiguous prefix tmux would refuse too, so erring costs nothing)."""
+    if word in _TMUX_ALIASES:
+        return _TMUX_ALIASES[word]
+    for name in sorted(_TMUX_FORBIDDEN | _TMUX_NEW_PANE):
+        if name.startswith(word) and len(word) >= 3:
+            return name
+    return word
 
 
 def _tmux_subcommand(words: list[str]) -> str:
@@ -60,7 +97,7 @@ def _tmux_subcommand(words: list[str]) -> str:
         elif word.startswith("-") and len(word) > 1:
             index += 1
         else:
-            return word
+            return _tmux_command(word)
     return "new-session"
 
 
@@ -83,17 +120,24 @@ def shared_shell_problem(command: str) -> str | None:
                 "To end a program, send keys to it (tmux_send_keys C-c or C-d); to test an "
                 "exit status, use a child shell: bash -c 'exit 3'"
             )
-        if program == "set" and first == "set" and _sets_errexit(words):
+        if program in ("set", "setopt", "unsetopt") and first == program and _sets_errexit(words):
             return (
                 f"`{segment.text.strip()}` would make the next failing command close the "
-                "shared shell. Put the script in a child shell instead: bash -lc 'set -e; …'"
+                "shared shell. Put the script in a child shell instead: bash -lc 'set -e; …' "
+                "(zsh: zsh -c 'setopt errexit; …')"
             )
         tmux_words = words[words.index("tmux") :] if "tmux" in words else words
-        if program == "tmux" and _tmux_subcommand(tmux_words) in _TMUX_FORBIDDEN:
+        subcommand = _tmux_subcommand(tmux_words) if program == "tmux" else ""
+        if subcommand in _TMUX_NEW_PANE:
+            return (
+                f"`{segment.text.strip()}` would open a pane agent-tui does not manage, in the "
+                "tmux server this shell runs in. Use the managed-pane tools instead: "
+                + MANAGED_PANE_TOOLS
+            )
+        if subcommand in _TMUX_FORBIDDEN:
             return (
                 f"`{segment.text.strip()}` would act on the tmux server this shell runs in. "
-                "Use the tmux tools instead (tmux_create_session, tmux_kill_session, "
-                "tmux_create_pane, tmux_kill_pane)"
+                f"Use the tmux tools instead: {MANAGED_PANE_TOOLS}"
             )
     return None
 

@@ -104,7 +104,10 @@ class PaneIO:
         first = " ".join([*args, "-a"]) if alternate else " ".join(args)
         screen, nonce = await client.commands([first, nonce_query])
         if screen.error and alternate:
-            notices.append(f"pane {pane_id} has no alternate screen; showing its normal one")
+            # Buddy's words, so a model or prompt written for Buddy recognises them.
+            notices.append(
+                f"alternate screen was not active; captured main pane instead (pane {pane_id})"
+            )
             screen = (await client.commands([" ".join(args)]))[0]
         self.mark_used(pane_id)
         text = clean_capture(screen.check(), _first(nonce), keep_trailing=preserve_trailing_spaces)

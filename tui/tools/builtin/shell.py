@@ -22,7 +22,9 @@ from tui.spill import DEFAULT_DISK_CAP, SPILL
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.builtin.durations import FORMS, parse_duration
 from tui.tools.builtin.full_output import StreamSpool, spooled_view
+from tui.tools.builtin.tmux_common import Why
 from tui.tools.context import ToolContext
+from tui.tools.duration_words import format_duration
 from tui.tools.result import ToolResult
 from tui.tools.truncation import TruncationRule, truncate
 
@@ -49,18 +51,20 @@ def parse_wait(value: object) -> bool | float:
 
 class RunShellParams(ToolParams):
     command: str = Field(description="The shell command line to run (bash syntax).")
-    why: str | None = Field(
-        default=None, description="One sentence: why this command is needed now."
+    risk: Literal["low", "medium", "high"] = Field(
+        description="Estimated risk level for this command. Shown to the user; it never lowers "
+        "the computed risk."
     )
-    risk: Literal["low", "medium", "high"] | None = Field(
-        default=None,
-        description="Your own risk estimate. Shown to the user; it never lowers the computed risk.",
+    mutation: bool = Field(
+        description="True when the command mutates system state (writes files, changes "
+        "configuration, etc). Writing only under /tmp can be treated as non-mutation."
     )
-    mutation: bool | None = Field(
-        default=None, description="True if the command changes files, state or services."
+    privesc: bool = Field(
+        description="True when the command uses privilege escalation (for example sudo/su)."
     )
-    privesc: bool | None = Field(
-        default=None, description="True if it needs elevated privileges (sudo, root)."
+    why: Why = Field(
+        description="Short reason for running the command, including risk justification and "
+        "what is being mutated when mutation=true."
     )
     timeout: float | None = Field(
         default=None,
@@ -79,9 +83,11 @@ class RunShellParams(ToolParams):
     )
     wait: bool | float | str = Field(
         default=True,
-        description="tmux only. true: wait until the command exits (no limit unless `timeout` "
-        "is given); false: start it and return at once (check on it with tmux_capture_pane); a "
-        f"duration ({FORMS}, up to 1d): wait that long, then leave it running and say so.",
+        description="Waiting mode: true (default) waits to completion (no limit unless "
+        "`timeout` is given); false dispatches and returns at once (tmux only; check on it with "
+        f"tmux_capture_pane); or a duration ({FORMS}, up to 1d) to wait with a timeout: a "
+        "command still running then is an error result (on tmux it is left running in its "
+        "pane, not killed).",
     )
     target: str | None = Field(
         default=None,
@@ -111,6 +117,19 @@ class RunShellParams(ToolParams):
         return parse_wait(value)
 
 
+class ShellCommandParams(RunShellParams):
+    """A call in ZeroClaw's form: by its names (``shell``, ``bash``, ``sh``) or as a bare
+    command string. ZeroClaw's shell takes a command and nothing else, so Buddy's metadata is
+    optional here (it never decides anything: the computed risk does). ZeroClaw's ``approved``
+    is accepted and ignored: only the person approves."""
+
+    risk: Literal["low", "medium", "high"] | None = None  # type: ignore[assignment]
+    mutation: bool | None = None  # type: ignore[assignment]
+    privesc: bool | None = None  # type: ignore[assignment]
+    why: Why | None = None  # type: ignore[assignment]
+    approved: bool = False
+
+
 class RunShellTool(Tool[RunShellParams]):
     name = "run_shell"
     label = "Shell"
@@ -123,29 +142,40 @@ class RunShellTool(Tool[RunShellParams]):
         "script": "command",
         "shell_command": "command",
     }
+    name_aliases = ("shell", "bash", "sh")
+    raw_argument = "command"
+    BareParams = ShellCommandParams
     streams_output = True
     honours_cancel = True
-    description = """Run a shell command and return its exit code, stdout and stderr.
+    description = """Run a shell command and return stdout/stderr/exit_code.
 
 When to use: building, testing, running programs, inspecting the system, git, package
 managers — anything that needs a real shell.
 When NOT to use: reading, writing or editing a file (use read_file, write_file, edit_file);
-finding files or text (use glob_search, grep_search); long-lived interactive programs.
-Disambiguation: output above 4000 characters per stream is cut to its head and tail, and the
-whole output is saved to a file whose path the result names (page it with read_file). Each
-call runs in a fresh shell: `cd` does not persist, so pass cwd instead. Commands that change
-things may need the user's approval; say why in `why`.
+finding files or text (use glob_search, grep_search); tmux lifecycle (use
+tmux_create_session/tmux_create_pane/tmux_kill_*); interactive key control (tmux_send_keys);
+polling a pane without running anything (tmux_capture_pane).
+Disambiguation: every call says risk, mutation, privesc and why (required); your risk never
+lowers the computed one, and commands that change things may need the user's approval. A
+finished command returns {"exit_code", "stdout", "stderr"}; a stream above 4000 characters is
+cut to its head and tail, and the whole output is saved to a file whose path the result names
+(page it with read_file). Without tmux each call runs in a fresh shell: `cd` does not persist,
+so pass cwd instead.
 On a tmux backend the command is typed into a shared shell pane the user watches: cd and
-variables persist between calls, stdout and stderr arrive merged, `exit`/`set -e`/`exec` are
-refused (use bash -lc '…'), and a command still running at its timeout is left running in its
-pane. wait=true (the default) waits until the command exits, with no limit unless you give
-`timeout`; wait=false starts a long command (a server, a watcher) and returns at once; a wait
-duration ("500ms", "2s", "1m", "1d") waits that long. session/pane pick one of your own
-sessions and panes (by name, index or id); others' panes are never reachable.
-Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
-{"command": "git log --oneline -5"}; {"command": "make build", "cwd": "services/api",
-"timeout": 600}; {"command": "npm run dev", "wait": false}; {"command": "make test",
-"wait": "5m"}; {"command": "npm test", "session": "build", "pane": "worker"}"""
+variables persist between calls, stdout and stderr arrive merged, `exit`, `set -e`/`setopt
+errexit`, `exec` and raw `tmux new-window`/`split-window` are refused (use bash -lc '…' and the
+tmux tools). wait=true (the default) waits until the command exits, with no limit unless you
+give `timeout`; wait=false starts a long command (a server, a watcher) and returns at once; a
+wait duration ("500ms", "2s", "10m", "1h") waits that long and is then an error result, the
+command left running in its pane. session/pane pick one of your own sessions and panes (by
+name, index or id); others' panes are never reachable.
+Examples: {"command": "ls -la", "risk": "low", "mutation": false, "privesc": false, "why":
+"List working directory"}; {"command": "npm run build", "wait": false, "risk": "low",
+"mutation": false, "privesc": false, "why": "Start long build and poll with
+tmux_capture_pane"}; {"command": "make test", "wait": "5m", "cwd": "services/api", "risk":
+"low", "mutation": false, "privesc": false, "why": "run the tests"}; {"command": "npm test",
+"session": "build", "pane": "worker", "risk": "low", "mutation": false, "privesc": false,
+"why": "test in the build pane"}"""
 
     def __init__(self, *, disk_cap: int = DEFAULT_DISK_CAP) -> None:
         self.disk_cap = disk_cap
@@ -184,7 +214,8 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
         if tmux:
             return await self._execute_in_pane(params, ctx)
         cwd = str(ctx.resolve_path(params.cwd)) if params.cwd else str(ctx.workspace)
-        timeout = _wait_seconds(params.wait) or params.timeout or DEFAULT_TIMEOUT
+        waited = _wait_seconds(params.wait)
+        timeout = waited or params.timeout or DEFAULT_TIMEOUT
         spools = self.spools(ctx)
         try:
             result = await ctx.backend.run(
@@ -200,11 +231,12 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
             raise ExecutionFailed(f"{ctx.backend.actor}: {error.msg}") from None
         finally:
             await _close(spools)
+        waited_out = waited is not None
         if len(result.stdout) + len(result.stderr) > SPILL_IN_THREAD_CHARS:
             return await asyncio.to_thread(
-                format_result, result, ctx.tool_call_id, timeout, spools=spools
+                format_result, result, ctx.tool_call_id, timeout, spools=spools, waited=waited_out
             )
-        return format_result(result, ctx.tool_call_id, timeout, spools=spools)
+        return format_result(result, ctx.tool_call_id, timeout, spools=spools, waited=waited_out)
 
     async def _execute_in_pane(self, params: RunShellParams, ctx: ToolContext) -> ToolResult:
         """The tmux path: the pane keeps its own cwd unless one is asked for explicitly."""
@@ -257,15 +289,12 @@ Examples: {"command": "pytest -q tests/test_api.py", "why": "check the fix"};
                 raise NotFound(f"{backend.actor}: {error.msg}") from None
             raise ExecutionFailed(f"{backend.actor}: {error.msg}") from None
         _publish(ctx, [n for n in result.notices if not n.startswith("still running")])
-        if result.timed_out and waited is not None and timeout is not None:
-            # The model chose how long to wait: a command still running is an answer, not
-            # a failure.
-            result.timed_out = False
-            formatted = format_result(result, ctx.tool_call_id, timeout, spools=spools)
-            body = formatted.text.split("\n", 1)[1] if "\n" in formatted.text else ""
-            formatted.content = f"still running after {timeout:g} s (not killed)\n{body}"
-            formatted.details["still_running"] = True
-            return formatted
+        if result.timed_out and waited is not None:
+            # Buddy: a wait duration that runs out is an error, not an answer; the command
+            # stays in its pane, where the person sees it.
+            return format_result(
+                result, ctx.tool_call_id, waited, left_running=True, spools=spools, waited=True
+            )
         return format_result(result, ctx.tool_call_id, timeout, left_running=True, spools=spools)
 
 
@@ -309,6 +338,7 @@ def format_result(
     *,
     left_running: bool = False,
     spools: dict[str, StreamSpool] | None = None,
+    waited: bool = False,
 ) -> ToolResult:
     """The model's view: exit code, then each stream bounded with a marker saying what was cut.
 
@@ -316,6 +346,10 @@ def format_result(
     ``spools``: the streams as saved while they ran; a stream whose spool started is cut
     from its saved file (true tail, true count, what the disk cap left out), not from the
     backend's kept head.
+    ``waited``: ``timeout`` was the model's own ``wait`` duration (Buddy's words then).
+
+    A finished command reads to the model in Buddy's shape, ``{"exit_code", "stdout",
+    "stderr"}`` (``notices`` when there are any); the text form is the person's.
     """
     details: dict[str, Any] = {
         "exit_code": result.exit_code,
@@ -331,6 +365,7 @@ def format_result(
         else [("stdout", result.stdout), ("stderr", result.stderr)]
     )
     cut_notes: list[str] = []
+    value: dict[str, Any] = {"exit_code": result.exit_code, "stdout": "", "stderr": ""}
     for stream, text in streams:
         spool = (spools or {}).get(stream)
         if spool is not None and spool.file is not None:
@@ -343,24 +378,42 @@ def format_result(
         if cut.full_output_path:
             details[f"full_{stream}_path"] = cut.full_output_path
             details.setdefault("full_output_path", cut.full_output_path)
+        value[stream] = cut.text
         if text:
             label = "output (stdout and stderr merged)" if result.merged_output else stream
             parts.append(f"{label}:\n{cut.text.rstrip(chr(10))}")
     parts.extend(f"note: {notice}" for notice in result.notices)
     if cut_notes:
         details["cut_notes"] = cut_notes
+    notices = [*result.notices, *cut_notes]
+    if result.merged_output and parts:
+        notices.append("in a tmux pane stdout and stderr arrive merged: stdout holds both")
+    if notices:
+        value["notices"] = notices
     body = "\n".join(parts) if parts else "(no output)"
     if result.cancelled:
         raise Cancelled(f"the command was cancelled and its process group killed.\n{body}")
+    if result.timed_out and waited and left_running:
+        raise ExecutionFailed(
+            f"timed out waiting for command completion after {format_duration(timeout or 0)}; "
+            "it is still running in its pane (not killed): the notes say where. Look with "
+            "tmux_capture_pane, stop it with tmux_send_keys C-c, or wait longer next time "
+            f"(wait=true, or wait=false and look later).\n{body}"
+        )
     if result.timed_out and left_running:
         raise ExecutionFailed(
             f"the command timed out after {timeout or 0:g} s and is still running (not killed); "
             f"the notes say where and how to stop it. Give long commands a larger timeout or "
             f"wait=false.\n{body}"
         )
+    if result.timed_out and waited:
+        raise ExecutionFailed(
+            f"timed out waiting for command completion after {format_duration(timeout or 0)}; "
+            f"its process group was killed. Wait longer, or run it in the background.\n{body}"
+        )
     if result.timed_out:
         raise ExecutionFailed(
             f"the command timed out after {timeout or 0:g} s and its process group was killed. "
             f"Run it with a larger timeout, or in the background.\n{body}"
         )
-    return ToolResult(f"exit code: {result.exit_code}\n{body}", details)
+    return ToolResult(f"exit code: {result.exit_code}\n{body}", details, value=value)

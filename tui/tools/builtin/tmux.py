@@ -71,21 +71,25 @@ class CapturePaneParams(Selectors):
         description='Last line (same numbering; "-" is the end of the visible screen); '
         "default: the last.",
     )
-    join_wrapped: bool = Field(
-        default=True, description="Join lines the terminal wrapped, so long lines stay whole."
-    )
-    escape_sequences: bool = Field(
-        default=False, description="Keep colour/attribute escape sequences (to see highlighting)."
+    join_wrapped_lines: bool = Field(
+        default=True,
+        description="Join lines the terminal wrapped, so long lines stay whole (tmux -J). "
+        "Default true.",
     )
     preserve_trailing_spaces: bool = Field(
         default=False, description="Keep the spaces at the end of each line (tmux -N)."
     )
+    include_escape_sequences: bool = Field(
+        default=False,
+        description="Keep colour/attribute escape sequences, to see highlighting (tmux -e).",
+    )
     escape_non_printable: bool = Field(
         default=False, description="Show non-printable characters as octal \\ooo (tmux -C)."
     )
-    alternate_screen: bool = Field(
+    include_alternate_screen: bool = Field(
         default=False,
-        description="Capture the alternate screen (the one a full-screen program is not on).",
+        description="Capture the alternate screen (tmux -a: the one a full-screen program is "
+        "not on); when there is none, the main screen is captured and a notice says so.",
     )
     user_pane: bool = Field(
         default=False,
@@ -93,6 +97,9 @@ class CapturePaneParams(Selectors):
         "they allowed it ([tmux] allow_user_pane_capture).",
     )
     delay: float = delay_field(0.0, "How long to wait before capturing")
+    why: str | None = Field(
+        default=None, description="Optional: one line on why you look at the pane now."
+    )
 
     _start_line = field_validator("start", "end", mode="before")(_line)
 
@@ -108,7 +115,14 @@ class TmuxCapturePaneTool(Tool[CapturePaneParams]):
     Params = CapturePaneParams
     permission = PermissionMode.READ_ONLY
     truncation = CAPTURE_RULE
-    aliases: ClassVar[dict[str, str]] = {"pane_id": "target", "start_line": "start"}
+    aliases: ClassVar[dict[str, str]] = {
+        "pane_id": "target",
+        "start_line": "start",
+        # The names this tool had before it took Buddy's: still understood.
+        "join_wrapped": "join_wrapped_lines",
+        "escape_sequences": "include_escape_sequences",
+        "alternate_screen": "include_alternate_screen",
+    }
     description = """Show the text of a tmux pane: its visible screen, or history lines.
 
 When to use: checking on a command started with run_shell wait=false or one that timed out;
@@ -116,16 +130,25 @@ reading a full-screen program (top, vim, a REPL, a pager); seeing what the user 
 When NOT to use: running a command and reading its output (run_shell returns it); reading
 files (read_file).
 Disambiguation: the last 8000 characters are kept (the latest screen matters most). Without a
-target it shows the shared pane; a target that is not one of your panes falls back to the
-shared pane with a note. Use start=-N to look back N lines, start="-" for all the history.
+target it shows the shared pane; a target, session or pane that is not (or no longer) one of
+yours falls back to the shared pane with a notice. Use start=-N to look back N lines,
+start="-" for all the history. Polling a pane that has not changed since your last identical
+capture returns a short "unchanged" notice instead of the same screen again.
 user_pane=true reads the user's own pane, only if they allowed it in their config.
-Examples: {}; {"target": "%3"}; {"target": "%3", "start": -300}; {"session": "build",
-"pane": "worker", "start": "-", "delay": "2s"}; {"target": "%3", "escape_sequences": true}"""
+Examples: {"delay": "2s", "why": "Poll the shared pane for output from a background
+command."}; {"session": "build", "pane": "worker", "start": "-200", "end": "-", "why":
+"Inspect the build worker pane before deciding the next action."}; {"delay": "2s", "start":
+"-", "end": "-", "join_wrapped_lines": true}; {"target": "%3", "include_escape_sequences":
+true}"""
 
     def access(self, params: CapturePaneParams) -> ToolAccess:
         # The user's own pane is theirs, not the agent's: reading it is a distinct subject.
         subject = "user-pane" if params.user_pane else params.target
-        return ToolAccess(permission=PermissionMode.READ_ONLY, subject=subject)
+        return ToolAccess(permission=PermissionMode.READ_ONLY, subject=subject, why=params.why)
+
+    def unchanged_key(self, params: CapturePaneParams) -> str | None:
+        """Buddy's key for "the same capture": every option but ``why`` and ``delay``."""
+        return params.model_dump_json(exclude={"why", "delay"})
 
     async def execute(self, params: CapturePaneParams, ctx: ToolContext) -> ToolResult:
         backend = tmux_backend(ctx)
@@ -134,28 +157,24 @@ Examples: {}; {"target": "%3"}; {"target": "%3", "start": -300}; {"session": "bu
         options: dict[str, Any] = {
             "start": params.start,
             "end": params.end,
-            "join_wrapped": params.join_wrapped,
-            "escape_sequences": params.escape_sequences,
+            "join_wrapped": params.join_wrapped_lines,
+            "escape_sequences": params.include_escape_sequences,
             "preserve_trailing_spaces": params.preserve_trailing_spaces,
             "escape_non_printable": params.escape_non_printable,
         }
         if params.user_pane:
             return await self._user_pane(backend, options, ctx)
-        target = params.target
-        if target is None and (params.session is not None or params.pane is not None):
-            try:
-                target = await select_target(
-                    backend, target=None, session=params.session, pane=params.pane
-                )
-            except BackendError as error:
-                raise failure(error) from None
+        target, fallback = await _managed_target(backend, params)
         try:
-            capture = await backend.capture(target, alternate=params.alternate_screen, **options)
+            capture = await backend.capture(
+                target, alternate=params.include_alternate_screen, **options
+            )
         except BackendError as error:
             raise failure(error) from None
         cut = truncate(capture.text, CAPTURE_RULE, spill_name=f"{ctx.tool_call_id}-capture")
         where = "" if params.start is None else f", lines {params.start}..{params.end or 'end'}"
-        parts = [f"pane {capture.pane_id} ({backend.pane_actor(capture.pane_id)}){where}:"]
+        parts = notes(ctx, fallback)
+        parts.append(f"pane {capture.pane_id} ({backend.pane_actor(capture.pane_id)}){where}:")
         parts.extend(notes(ctx, capture.notices))
         parts.append(cut.text if capture.text else "(empty)")
         details: dict[str, Any] = {"pane_id": capture.pane_id, "truncated_chars": cut.cut_chars}
@@ -181,6 +200,28 @@ Examples: {}; {"target": "%3"}; {"target": "%3", "start": -300}; {"session": "bu
             f"the user's pane {pane_id}:\n{body}",
             {"pane_id": pane_id, "user_pane": True, "truncated_chars": cut.cut_chars},
         )
+
+
+async def _managed_target(backend: Any, params: CapturePaneParams) -> tuple[str | None, list[str]]:
+    """The pane a ``session``/``pane`` selector names, or — as Buddy does for a capture, which
+    only looks — the shared pane and a notice when it names none of the agent's panes (killed,
+    closed, mistyped). A raw ``target`` is resolved (and falls back) inside ``capture``."""
+    if params.target is not None or (params.session is None and params.pane is None):
+        return params.target, []
+    try:
+        return await select_target(
+            backend, target=None, session=params.session, pane=params.pane
+        ), []
+    except BackendError:
+        asked = ", ".join(
+            f"{name}={value}"
+            for name, value in (("session", params.session), ("pane", params.pane))
+            if value is not None
+        )
+        return None, [
+            f"Requested managed tmux target ({asked}) was not found (it was likely killed or "
+            "closed). Using the default shared pane instead."
+        ]
 
 
 # -- tmux_send_keys ---------------------------------------------------------------------------
@@ -238,9 +279,12 @@ Disambiguation: order is literal_text, then keys, then Enter (after waiting `del
 target/session/pane the keys go to the shared agent pane; a missing pane is an error, keys are
 never sent elsewhere. Typed text is judged (and may need approval) exactly like a run_shell
 command; `exit`, `set -e` and `exec` are refused in agent panes.
-Examples: {"keys": ["C-c"], "why": "stop the hung server"}; {"target": "%3", "literal_text":
-"y", "enter": true}; {"session": "build", "pane": "repl", "literal_text": ":wq", "keys":
-["Enter"], "delay": "500ms", "why": "save the file"}"""
+Every call says risk, mutation, privesc and why (required).
+Examples: {"keys": ["C-c"], "risk": "low", "mutation": false, "privesc": false, "why": "Stop
+hung process"}; {"literal_text": "q", "enter": true, "risk": "low", "mutation": false,
+"privesc": false, "why": "Exit pager"}; {"session": "build", "pane": "repl", "literal_text":
+":wq", "keys": ["Enter"], "delay": "500ms", "risk": "low", "mutation": true, "privesc": false,
+"why": "save the file"}"""
 
     def access(self, params: SendKeysParams) -> ToolAccess:
         typed = params.typed()

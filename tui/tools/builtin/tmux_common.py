@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, StringConstraints, field_validator
 
 from tui.errors import ExecutionFailed, LimitReached, NotFound, PermissionDenied
 from tui.exec.backend import BackendError
@@ -50,22 +50,29 @@ def parse_delay(value: object) -> float:
     return parse_duration(value, what="delay", maximum=MAX_DELAY)
 
 
+Why = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+"""A reason: required where Buddy requires one, and never blank."""
+
+
 class ActionMeta(ToolParams):
-    """Buddy's metadata on every tool that acts: shown in the approval, never trusted for it.
+    """Buddy's safety metadata, required on every tool that acts: shown in the approval, never
+    trusted for it.
 
     The computed risk decides; ``risk`` can only raise what the person is shown, ``mutation``
-    and ``privesc`` can only raise the permission the call needs.
+    and ``privesc`` can only raise the permission the call needs. A call without one of the
+    four is refused with InvalidArguments naming it, as Buddy's schema does.
     """
 
-    why: str | None = Field(default=None, description="One sentence: why this, now.")
-    risk: Literal["low", "medium", "high"] | None = Field(
-        default=None, description="Your own risk estimate; it never lowers the computed risk."
+    risk: Literal["low", "medium", "high"] = Field(
+        description="Your own risk estimate for this action (low, medium, high); it never "
+        "lowers the computed risk the user is shown."
     )
-    mutation: bool | None = Field(
-        default=None, description="True if this changes files, state or services."
+    mutation: bool = Field(description="True when this action mutates state (files, services).")
+    privesc: bool = Field(
+        description="True when the action uses privilege escalation (sudo, su, root)."
     )
-    privesc: bool | None = Field(
-        default=None, description="True if it needs elevated privileges (sudo, root)."
+    why: Why = Field(
+        description="Short reason for this action, including the risk/privesc justification."
     )
 
 

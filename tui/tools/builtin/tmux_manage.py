@@ -71,8 +71,11 @@ When NOT to use: one more command (run_shell); a second shell beside the shared 
 same view (tmux_create_pane).
 Disambiguation: names get the atui- prefix and an owner tag; run commands there with
 run_shell session=<name> (pane=<pane name>), look with tmux_capture_pane. {LIMITS}
-Examples: {{"name": "devserver", "why": "keep the server running"}}; {{"name": "db", "pane":
-"psql", "cwd": "services/db"}}"""
+Every call says risk, mutation, privesc and why (required).
+Examples: {{"name": "investigation", "risk": "medium", "mutation": true, "privesc": false,
+"why": "Need isolated workspace for parallel long task"}}; {{"name": "db", "pane": "psql",
+"cwd": "services/db", "risk": "low", "mutation": true, "privesc": false, "why": "a database
+shell beside the work"}}"""
 
     def access(self, params: CreateSessionParams) -> ToolAccess:
         return _access(params, params.name, params.cwd)
@@ -109,7 +112,10 @@ class TmuxKillSessionTool(Tool[KillSessionParams]):
 When to use: a session you created is no longer needed (its server stopped, the job is done).
 When NOT to use: stopping one program (tmux_send_keys C-c); closing one pane (tmux_kill_pane).
 Disambiguation: only sessions agent-tui created can be killed; the shared session cannot.
-Examples: {"name": "devserver", "why": "the server is no longer needed"}; {"name": "atui-db"}"""
+Every call says risk, mutation, privesc and why (required).
+Examples: {"name": "devserver", "risk": "low", "mutation": true, "privesc": false, "why": "the
+server is no longer needed"}; {"name": "atui-db", "risk": "low", "mutation": true, "privesc":
+false, "why": "done with the database shell"}"""
 
     def access(self, params: KillSessionParams) -> ToolAccess:
         return _access(params, params.name)
@@ -154,8 +160,12 @@ with both visible to the user.
 When NOT to use: a single command (run_shell); a separate group of panes (tmux_create_session).
 Disambiguation: give it a name and reach it with pane=<name> (run_shell, tmux_send_keys,
 tmux_capture_pane); close it with tmux_kill_pane. {LIMITS}
-Examples: {{"name": "server", "why": "run the dev server beside the shell"}}; {{"direction":
-"right", "cwd": "frontend"}}; {{"session": "devserver", "direction": "window"}}"""
+Every call says risk, mutation, privesc and why (required).
+Examples: {{"name": "server", "risk": "low", "mutation": true, "privesc": false, "why": "run
+the dev server beside the shell"}}; {{"direction": "right", "cwd": "frontend", "risk": "low",
+"mutation": true, "privesc": false, "why": "a shell in the frontend"}}; {{"session":
+"devserver", "direction": "window", "risk": "low", "mutation": true, "privesc": false, "why":
+"a second window"}}"""
 
     def access(self, params: CreatePaneParams) -> ToolAccess:
         return _access(params, params.target or params.session, params.cwd)
@@ -202,8 +212,10 @@ When to use: a pane you opened is no longer needed.
 When NOT to use: stopping a program but keeping the shell (tmux_send_keys C-c); a whole
 session (tmux_kill_session).
 Disambiguation: only panes of agent-tui's sessions; the shared pane cannot be killed.
-Examples: {"target": "%5"}; {"pane": "server", "why": "the server is no longer needed"};
-{"target": "devserver:0.1"}"""
+Every call says risk, mutation, privesc and why (required).
+Examples: {"pane": "server", "risk": "low", "mutation": true, "privesc": false, "why": "the
+server is no longer needed"}; {"target": "%5", "risk": "low", "mutation": true, "privesc":
+false, "why": "done with that pane"}"""
 
     def access(self, params: KillPaneParams) -> ToolAccess:
         return _access(params, params.target or params.pane)
