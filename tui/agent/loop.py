@@ -17,6 +17,7 @@ from typing import Any
 
 from tui.agent import pricing
 from tui.agent.admission import admit_completed
+from tui.agent.call_endings import result_message, unrun_events
 from tui.agent.context_manager import ContextManager, Reason
 from tui.agent.execution import ToolExecutor, ToolPlan
 from tui.agent.hooks import Hooks
@@ -35,16 +36,13 @@ from tui.agent.providers.context_errors import ContextLengthExceeded, from_error
 from tui.agent.tool_call import CallRunner
 from tui.errors import LimitReached
 from tui.events import (
-    MAX_ERROR_CHARS,
     ApprovalsWaiting,
     AssistantMessage,
     AssistantTextDelta,
     ErrorEvent,
     Event,
     Notice,
-    ToolCallCompleted,
     ToolCallRequested,
-    ToolCallStarted,
     TurnEnded,
     TurnStarted,
     UserMessage,
@@ -56,7 +54,6 @@ from tui.security.risk.warm import warm as warm_rater
 from tui.tools.registry import ENDS_TURN, ToolRegistry
 from tui.tools.result import ToolResult
 from tui.tools.structured_output import STRUCTURED_OUTPUT_KEY
-from tui.tools.truncation import envelope
 
 Emit = Callable[[Event], None]
 MessageSink = Callable[[Message], None]
@@ -475,7 +472,7 @@ class AgentLoop:
         def record(call: ToolCall, result: ToolResult) -> None:
             if self.on_message is None:
                 return
-            message = _result_message(call, result)
+            message = result_message(call, result)
             saved[id(call)] = message
             self.on_message(message)
 
@@ -551,7 +548,7 @@ class AgentLoop:
             if message is not None:
                 self.messages.append(message)
             else:
-                self._append(_result_message(call, result))
+                self._append(result_message(call, result))
             if result.details.get("error_type") == LimitReached.__name__:
                 self._limited(call, result)
 
@@ -563,50 +560,9 @@ class AgentLoop:
         self.emit(ErrorEvent(title=LimitReached.title, message=f"{call.name} refused: {reason}"))
 
     def _emit_unrun(self, call: ToolCall, result: ToolResult, *, started: bool = False) -> None:
-        """Close a call that never reached the registry (skipped by steering or cancel,
-        interrupted), so every requested call shows an end in the UI too. A skipped call
-        (``started``) gets its start first, as phi-core emits one: a consumer of the events
-        sees every call it was told of start and end."""
-        if started:
-            self.emit(
-                ToolCallStarted(
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    arguments=_arguments(call),
-                    actor=self.backend.actor,
-                )
-            )
-        self.emit(
-            ToolCallCompleted(
-                tool_call_id=call.id,
-                tool_name=call.name,
-                is_error=True,
-                duration_ms=0.0,
-                error_type=result.details.get("error_type"),
-                summary=result.text.split("\n", 1)[0][:200],
-                error=result.text.strip()[:MAX_ERROR_CHARS],
-            )
-        )
-
-
-def _result_message(call: ToolCall, result: ToolResult) -> Message:
-    return Message(
-        role="tool",
-        content=envelope(result.model_result()),
-        tool_call_id=call.id,
-        tool_name=call.name,
-        is_error=result.is_error,
-        images=[ImagePart(i.data, i.mime_type) for i in result.images],
-    )
-
-
-def _arguments(call: ToolCall) -> dict[str, Any]:
-    """A call's arguments as an object for its event (``{}`` when they are not one)."""
-    try:
-        value = json.loads(call.arguments or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+        """Close a call that never reached the registry (see ``unrun_events``)."""
+        for event in unrun_events(call, result, self.backend.actor, started=started):
+            self.emit(event)
 
 
 def _widen(into: dict[str, int], usage: UsageReport) -> None:

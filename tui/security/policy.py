@@ -40,6 +40,7 @@ from tui.security.confinement import (
     SandboxFacts,
 )
 from tui.security.environment import reduced_environment
+from tui.security.grant_rules import grant_rules, suggest_pattern
 from tui.security.grants import GrantStore
 from tui.security.hosts import HostPolicy
 from tui.security.paths import ALLOW_SETTING, Checked, PathGuard
@@ -50,7 +51,7 @@ from tui.security.reasons import mode_reason, rule_reason, secret_reason
 from tui.security.risk.context import RiskContext
 from tui.security.risk.verdict import CommandRisk, Risk, max_risk
 from tui.security.risk_gates import asks_for_risk, high_risk_refusal, risk_reason
-from tui.security.rules import Rule, covers_all, first_match, parse_rules
+from tui.security.rules import covers_all, first_match, parse_rules
 from tui.security.settings import SecuritySettings
 from tui.security.trust import control_file
 from tui.security.verdicts import Verdict, call_subjects, claimed_risk, hook_verdict
@@ -572,37 +573,3 @@ class SecurityPolicy:
     def _emit(self, event: Event) -> None:
         if self.on_event is not None:
             self.on_event(event)
-
-
-def suggest_pattern(tool: str, access: ToolAccess, risk: CommandRisk | None) -> str:
-    """A starting point for "allow always": program plus first argument, as a prefix."""
-    if access.command is None:
-        return f"{tool}({access.subject})" if access.subject else tool
-    if risk and len(risk.segments) == 1:
-        words = risk.segments[0].text.split()
-        if len(words) > 2:
-            return f"{tool}({' '.join(words[:2])}:*)"
-    return f"{tool}({access.command.strip()})"
-
-
-def grant_rules(
-    tool: str,
-    access: ToolAccess,
-    risk: CommandRisk | None,
-    pattern: str | None,
-    keep: list[str] | None = None,
-) -> list[Rule]:
-    """What "allow always" grants: the edited pattern, or each segment exactly — only those
-    of ``keep`` when the person unticked some (never a rule they were not shown).
-
-    Granting per segment means approving ``git status && rm -rf x`` grants exactly those two
-    commands and nothing broader.
-    """
-    if pattern:
-        rule = Rule.parse(pattern) if "(" in pattern else Rule.parse(f"{tool}({pattern})")
-        return [rule]
-    if access.command is None:
-        return [Rule(tool, access.subject)] if access.subject else [Rule(tool)]
-    segments = [s.text.strip() for s in risk.segments] if risk else []
-    rules = [Rule(tool, text) for text in (segments or [access.command.strip()])]
-    return rules if keep is None else [rule for rule in rules if str(rule) in keep]
