@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.conftest import with_metadata
 from tests.container_image import Container
 from tests.sshd import SshServer, free_port
 from tests.test_headless_cli import Cli, cli
@@ -44,7 +45,12 @@ def test_tmux_tools_are_offered_and_run_on_a_tmux_target(cli: Cli, tmux_socket: 
     assert "tmux_capture_pane" not in listed(cli.run("tools"))
     assert "tmux_capture_pane" in listed(cli.run("--tmux", "tools"))
 
-    done = cli.run("--tmux", "tool", "run_shell", json.dumps({"command": "echo in-$TMUX_PANE"}))
+    done = cli.run(
+        "--tmux",
+        "tool",
+        "run_shell",
+        json.dumps(with_metadata("run_shell", {"command": "echo in-$TMUX_PANE"})),
+    )
     assert done.returncode == 0, done.stderr
     assert "in-%" in done.stdout  # typed into a tmux pane
     captured = cli.run("--tmux", "tool", "tmux_capture_pane", "{}")
@@ -55,7 +61,9 @@ def test_tmux_tools_are_offered_and_run_on_a_tmux_target(cli: Cli, tmux_socket: 
 def test_ssh_tool_runs_on_the_host(cli: Cli, sshd: SshServer) -> None:
     ssh_env(cli, sshd)
     target = f"{sshd.user}@127.0.0.1:{sshd.port}"
-    command = json.dumps({"command": "echo via=$SSH_CONNECTION; id -un"})
+    command = json.dumps(
+        with_metadata("run_shell", {"command": "echo via=$SSH_CONNECTION; id -un"})
+    )
     done = cli.run("--ssh", target, "tool", "run_shell", command)
     # Read-only by default: `echo $SSH_CONNECTION` is low there as here (its shell starts at
     # the remote home, where a variable once read as "any file here": a secret read).
@@ -66,7 +74,7 @@ def test_ssh_tool_runs_on_the_host(cli: Cli, sshd: SshServer) -> None:
 
 def test_an_unreachable_target_refuses_saying_why(cli: Cli) -> None:
     marker = cli.workspace / "ran-here"
-    command = json.dumps({"command": f"touch {marker}"})
+    command = json.dumps(with_metadata("run_shell", {"command": f"touch {marker}"}))
     done = cli.run("--ssh", f"nobody@127.0.0.1:{free_port()}", "tool", "run_shell", command)
     assert done.returncode == 1
     assert "cannot run run_shell there" in done.stderr and "cannot reach" in done.stderr
@@ -81,7 +89,7 @@ def test_container_tool_runs_inside(cli: Cli, busybox_container: Container) -> N
         "/tmp",
         "tool",
         "run_shell",
-        json.dumps({"command": "ls /bin/busybox"}),
+        json.dumps(with_metadata("run_shell", {"command": "ls /bin/busybox"})),
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
@@ -110,7 +118,11 @@ def test_a_variable_is_judged_the_same_here_and_there(command: str) -> None:
 def test_tool_output_to_a_terminal_has_its_escapes_spelled_out(cli: Cli) -> None:
     """A command's output printed to a person's terminal cannot set their clipboard or title;
     piped, it stays byte for byte."""
-    command = json.dumps({"command": "printf 'a\\033]52;c;cm0gLXJm\\007b\\033]0;t\\007c\\n'"})
+    command = json.dumps(
+        with_metadata(
+            "run_shell", {"command": "printf 'a\\033]52;c;cm0gLXJm\\007b\\033]0;t\\007c\\n'"}
+        )
+    )
     master, slave = os.openpty()
     try:
         done = subprocess.run(

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import with_metadata
 from tests.scripted_faults import FAULTS
 from tests.scripted_server import ScriptedServer
 from tests.test_headless_cli import Cli, ServerProcess, cli, headless, model_server
@@ -26,7 +27,7 @@ from tui.session import AgentSession
 from tui.wiring import build_session
 
 APIS = ("openai", "openai-responses", "anthropic")
-RUN = json.dumps({"command": "echo ran >> runs.log"})
+RUN = json.dumps(with_metadata("run_shell", {"command": "echo ran >> runs.log"}))
 DEADLINE = 20.0
 __all__ = ["cli", "model_server"]  # fixtures, used by name
 

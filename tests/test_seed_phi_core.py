@@ -225,8 +225,18 @@ async def test_phi_core_images_a_tool_returns_reach_the_model_in_every_wire_form
 
 # -- headless output ---------------------------------------------------------------------------
 
-JSON_FIELDS = {"result", "stop_reason", "is_error", "error", "turns", "session_id", "usage"}
-"""README: "one JSON object (`json`: result, stop reason, session id, and `usage` …)"."""
+JSON_FIELDS = {
+    "result",
+    "stop_reason",
+    "is_error",
+    "error",
+    "turns",
+    "session_id",
+    "usage",
+    "limits",
+}
+"""README: "one JSON object (`json`: result, stop reason, session id, and `usage` …)", and
+the limits that stopped work ("the list under `limits` in `--output-format json`")."""
 USAGE_FIELDS = {
     "input_tokens",
     "output_tokens",

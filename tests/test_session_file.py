@@ -241,14 +241,20 @@ def test_a_small_data_disk_filled_at_random_points(
     small_disk: Path,
     tmp_path: Path,
 ) -> None:
-    cli.env["AGENT_TUI_DATA_DIR"] = str(small_disk)
+    # The data folder and the workspace share the small disk: the agent's own command frees
+    # space by deleting a file in the workspace (agent-tui's data folder is hidden from
+    # commands by the sandbox, so the filler cannot live there).
+    data, workspace = small_disk / "data", small_disk / "ws"
+    cli = Cli(workspace, {**cli.env, "AGENT_TUI_DATA_DIR": str(data)})
     rng = random.Random(22)
     caught_up = 0
     outcomes: list[tuple[int, int, bool]] = []
     for trial in range(10):
         for entry in small_disk.iterdir():
             subprocess.run(["rm", "-rf", str(entry)], check=True)
-        filler = small_disk / "filler"
+        data.mkdir()
+        workspace.mkdir()
+        filler = workspace / "filler"
         briefly = trial % 2 == 1  # the agent's own command frees the disk again mid-run
         steps = [
             tools_step(
@@ -263,7 +269,7 @@ def test_a_small_data_disk_filled_at_random_points(
         ]
         server = model_server(steps)
         leave = rng.randrange(0, 96 * 1024)
-        fill(small_disk, leave)
+        fill(workspace, leave)
         run = cli.run(*headless(server, "work", "--approval-mode", "full-auto"), timeout=60)
         assert "Traceback" not in run.stderr, run.stderr[-3000:]
         outcomes.append((leave, run.returncode, briefly))
@@ -283,8 +289,8 @@ def test_a_small_data_disk_filled_at_random_points(
             assert any(
                 "No space left" in line or "could not be written" in line for line in reasons
             ), reasons
-        (small_disk / "filler").unlink(missing_ok=True)
-        sessions = list(small_disk.glob("sessions/*/*.jsonl"))
+        filler.unlink(missing_ok=True)
+        sessions = list(data.glob("sessions/*/*.jsonl"))
         resumed = cli.run(*headless(server, "go on", "--continue"), timeout=60)
         assert resumed.returncode == 0, resumed.stderr[-2000:]
         last = server.requests()[-1]

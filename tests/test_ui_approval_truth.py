@@ -19,6 +19,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import RadioSet, SelectionList, Static
 
+from tests.conftest import with_metadata
 from tests.scripted_server import ScriptedServer
 from tests.snapshot_apps.truth_scenes import HOSTILE_WHY, THIRTEEN_COMMAND
 from tests.test_approval_words import session_with
@@ -203,7 +204,11 @@ async def test_enter_confirms_when_a_radio_set_has_focus(workspace: Path) -> Non
 
 async def test_calls_waiting_behind_the_question_are_counted(workspace: Path) -> None:
     calls = [
-        {"id": f"call_{n}", "name": "run_shell", "arguments": json.dumps({"command": f"touch {n}"})}
+        {
+            "id": f"call_{n}",
+            "name": "run_shell",
+            "arguments": json.dumps(with_metadata("run_shell", {"command": f"touch {n}"})),
+        }
         for n in range(1, 4)
     ]
     with ScriptedServer() as server:

@@ -54,7 +54,7 @@ SETTING_KINDS: dict[str, Kind] = {
     "agent.loop_no_progress_repeats": "tightening",
     "agent.output_disk_cap": "tightening",
     "agent.tool_timeout": "tightening",
-    "agent.tool_timeouts": "tightening",
+    "agent.tool_timeouts.*": "tightening",
     # [tools]
     "tools.*": "tightening",
     # [security]
