@@ -575,9 +575,6 @@ def console() -> None:
     0.2-0.4 s nobody waits for. Files still queued for disk and the standard streams are
     flushed first, then the process ends without that teardown.
     """
-    # httpx imports its own command-line client (click, rich, pygments: ~35 ms) whenever
-    # they are installed; agent-tui never uses it, and without it httpx defines a stub.
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     code = main()
     from tui.spill import SPILL
 

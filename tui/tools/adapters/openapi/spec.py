@@ -21,7 +21,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 import yaml  # type: ignore[import-untyped]
 
 from tui.errors import AgentTuiError
