@@ -19,16 +19,16 @@ def no_provider_text(reason: str, config_file: str | None = None) -> Text:
     text.append("To talk to a model, set one of:\n")
     for label, how, note in (
         ("OpenAI     ", "OPENAI_API_KEY=…", ""),
-        ("Anthropic  ", "ANTHROPIC_API_KEY=…", " (picked when it is the only key)"),
+        ("Anthropic  ", "ANTHROPIC_API_KEY=…", ""),
         ("local model", "--base-url http://127.0.0.1:11434/v1", ""),
     ):
         text.append(f"  {label}  ", "dim")
         text.append(how, "bold")
         text.append(note + "\n", "dim")
     if config_file:
-        text.append("  or the file ", "dim")
-        text.append(config_file, "bold")
-        text.append(" ([provider] name, model, base_url)\n", "dim")
+        text.append("  config file  ", "dim")
+        text.append("[provider]", "bold")
+        text.append(f" in {config_file}\n", "dim")
     text.append("\nMeanwhile ")
     text.append("!command", "bold")
     text.append(" runs a shell command through the same approvals, and the pane mirror works.")
