@@ -215,7 +215,9 @@ sed -i 's/[[:space:]]*$//' "$file_path"
 
 BLOCK_RM = """#!/bin/bash
 # A Claude Code PreToolUse hook on Bash: refuse rm -rf, exit 2 with the reason on stderr.
-command=$(jq -r '.tool_input.command')
+payload=$(cat)
+echo "$payload" > "$CLAUDE_PROJECT_DIR/last-bash.json"
+command=$(echo "$payload" | jq -r '.tool_input.command')
 if echo "$command" | grep -q 'rm -rf'; then
   echo "rm -rf is not allowed here" >&2
   exit 2
@@ -270,3 +272,8 @@ async def test_claude_code_hook_scripts_run_unchanged(tmp_path: Path) -> None:
     assert (workspace / "app.py").read_text() == "x = 2\n"
     assert (workspace / "sub" / "new.py").read_text() == "y = 3\n"
     assert (workspace / "sub").is_dir()  # the rm never ran
+    payload = json.loads((workspace / "last-bash.json").read_text())
+    assert payload["tool_name"] == "Bash" and payload["agent_tui_tool_name"] == "run_shell"
+    assert payload["permission_mode"] == "bypassPermissions"  # full-auto
+    assert Path(payload["transcript_path"]).is_file()
+    assert payload["cwd"] == str(workspace)

@@ -305,3 +305,34 @@ async def test_init_asks_the_agent_to_write_agents_md(workspace: Path) -> None:
             await send(pilot, app, "/init")
             await until(pilot, lambda: server.requests, "the request")
             assert "write an AGENTS.md at its root" in user_text(server)
+
+
+# -- the error log -----------------------------------------------------------------------------
+
+
+async def test_a_crash_leaves_its_traceback_in_the_log(workspace: Path, tmp_path: Path) -> None:
+    import logging
+
+    from tui.app_log import start_log
+
+    root = logging.getLogger()
+    before = list(root.handlers)
+    path = start_log(tmp_path / "logs")
+    assert path is not None
+    app = AgentApp(make_session(workspace, None), cursor_blink=False)
+
+    def boom() -> None:
+        raise RuntimeError("a bug in a handler")
+
+    try:
+        with pytest.raises(RuntimeError):
+            async with app.run_test(size=(100, 30)) as pilot:
+                app.call_later(boom)
+                await until(pilot, lambda: app._exception is not None, "the crash")
+    finally:
+        for handler in root.handlers[len(before) :]:
+            handler.close()
+            root.removeHandler(handler)
+    text = path.read_text()
+    assert "the app stopped on an unexpected error" in text
+    assert "RuntimeError: a bug in a handler" in text and "Traceback" in text

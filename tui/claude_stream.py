@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tui import __version__
-from tui.agent.claude_names import as_claude, claude_name
+from tui.agent.claude_names import PERMISSION_MODES, as_claude, claude_name
 from tui.agent.providers.base import Message
 from tui.events import (
     AssistantMessage,
@@ -45,14 +45,6 @@ from tui.events import (
     Usage,
 )
 from tui.safe_text import loads_or
-
-PERMISSION_MODES = {
-    "read-only": "plan",
-    "ask": "default",
-    "auto-edit": "acceptEdits",
-    "full-auto": "bypassPermissions",
-}
-"""Our approval modes as Claude Code's ``permissionMode`` (ours is kept beside it)."""
 
 SUBTYPES = {"completed": "success", "max_turns": "error_max_turns"}
 """Our outcome → the result line's ``subtype`` (anything else: ``error_during_execution``)."""

@@ -219,6 +219,8 @@ def build_session(
         cwd=str(workspace) if local_paths else str(Path.cwd()),
         env=policy.command_env(),
         confine=confine,
+        transcript_path=str(transcript.path),
+        approval_mode=lambda: policy.approval_mode.value,
     )
     shadow = None
     if checkpoints and local_paths:

@@ -50,6 +50,14 @@ CLAUDE_TOOLS: dict[str, ClaudeTool] = {
 }
 """Our tool name → Claude Code's tool."""
 
+PERMISSION_MODES = {
+    "read-only": "plan",
+    "ask": "default",
+    "auto-edit": "acceptEdits",
+    "full-auto": "bypassPermissions",
+}
+"""Our approval modes as Claude Code's ``permission_mode`` / ``permissionMode``."""
+
 _BY_CLAUDE_NAME = {tool.name: ours for ours, tool in CLAUDE_TOOLS.items()}
 
 

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tui.agent.claude_names import as_claude, claude_name, from_claude
+from tui.agent.claude_names import PERMISSION_MODES, as_claude, claude_name, from_claude
 from tui.config.sections.hooks import HookCommand
 from tui.events import Event, ToolCallCompleted, ToolCallStarted
 from tui.exec.backend import BackendError
@@ -91,6 +91,10 @@ class Hooks:
     env: dict[str, str] | None = None
     confine: Confine | None = None
     """Puts each hook command inside the sandbox (None: no sandbox on this machine)."""
+    transcript_path: str = ""
+    """The session's transcript (Claude Code hooks get theirs as ``transcript_path``)."""
+    approval_mode: Callable[[], str] | None = None
+    """The mode now, sent as Claude Code's ``permission_mode``."""
 
     async def run_before_tool(self, call: ToolCallInfo) -> PreToolDecision:
         decision = PreToolDecision()
@@ -167,6 +171,7 @@ class Hooks:
         tool_input: Any = loads_or(call.arguments or "{}", call.arguments)
         if dumps_or(tool_input, "") == "":
             tool_input = call.arguments
+        mode = self.approval_mode() if self.approval_mode is not None else "ask"
         # Claude Code's names and shapes first (``Edit`` with an absolute ``file_path``), so
         # its hook scripts run unchanged; ours beside them.
         return json.dumps(
@@ -179,6 +184,8 @@ class Hooks:
                 "tool_input": as_claude(call.tool_name, tool_input, self.cwd),
                 "agent_tui_tool_name": call.tool_name,
                 "agent_tui_tool_input": tool_input,
+                "transcript_path": self.transcript_path,
+                "permission_mode": PERMISSION_MODES.get(mode, "default"),
                 **extra,
             }
         ).encode()

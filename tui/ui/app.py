@@ -539,6 +539,12 @@ class AgentApp(App[int]):
             self.usage.turn_active = False
             self.status.set(working=False)
 
+    def _handle_exception(self, error: Exception) -> None:
+        """An exception nothing caught ends the app (Textual's hook, its version pinned): its
+        traceback goes to the error log first, so a crash leaves more than a screen."""
+        log_error("the app stopped on an unexpected error", error)
+        super()._handle_exception(error)
+
     async def on_unmount(self) -> None:
         if self._session is None:
             return
