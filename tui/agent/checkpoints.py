@@ -109,7 +109,11 @@ class Checkpoints:
         after = await self._snapshot_or_none()
         if before is None or after is None or before == after:
             return None
-        changed = await self._changed(before, after)
+        try:
+            changed = await self._changed(before, after)
+        except CheckpointError as error:
+            self.disabled = str(error)
+            return None
         if not changed:
             return None
         self._count += 1

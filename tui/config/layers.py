@@ -132,13 +132,13 @@ def _env_value(raw: str) -> Any:
 
 def drop_none(data: Mapping[str, Any]) -> dict[str, Any]:
     """CLI parsers give None for a flag not given; TOML has no null, so None means "unset".
-    A table left empty by that is dropped too: no flag set anything in it, so it must not be
-    named as the origin of that section's settings."""
+    A table that held only unset flags is dropped too: nothing set anything in it, so it must
+    not be named as the origin of that section's settings (a table given empty stays)."""
     out: dict[str, Any] = {}
     for key, value in data.items():
         if isinstance(value, Mapping):
             inner = drop_none(value)
-            if inner:
+            if inner or not value:
                 out[key] = inner
         elif value is not None:
             out[key] = value
