@@ -64,7 +64,8 @@ def test_one_http_stack() -> None:
         f"for name in {core_modules()!r}:\n"
         "    importlib.import_module(name)\n"
         "import tui.ui.app\n"
-        "old = sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'httpcore', 'certifi'))\n"
+        "stack = ('httpx', 'httpcore', 'certifi')\n"
+        "old = sorted(m for m in sys.modules if m.split('.')[0] in stack)\n"
         "print(','.join(old))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -140,7 +140,8 @@ def test_a_clean_venv_installs_it_by_name_from_the_wheel(tmp_path: Path) -> None
     code = (
         "import importlib.util as u, tui.locations as l\n"
         "print(l.styles_dir())\n"
-        "print([m for m in ('httpx', 'httpcore', 'pydantic_settings', 'dotenv') if u.find_spec(m)])\n"
+        "unused = ('httpx', 'httpcore', 'pydantic_settings', 'dotenv')\n"
+        "print([m for m in unused if u.find_spec(m)])\n"
     )
     out = subprocess.run(
         [str(venv / "bin" / "python"), "-c", code],
