@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: make ``tests`` and ``tui`` importable
     sys.path.insert(0, str(ROOT))
 
-import httpx
+import httpx2 as httpx
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 

@@ -4,7 +4,7 @@ The machine is shared and noisy, so every figure is measured in the same run as 
 and reported as a ratio too:
 
 * **first request**: exec of ``agent-tui -p`` → its first request reaching the loopback model
-  server; baseline: a bare ``python -c`` that imports ``httpx`` and sends one request to the
+  server; baseline: a bare ``python -c`` that imports ``httpx2`` and sends one request to the
   same server (and ``python -c pass``, exec → exit), and the stack's floor: the same request
   sent from ``asyncio`` after defining and validating one pydantic model, which any program
   built on these three libraries pays before its first line of its own.
@@ -74,7 +74,7 @@ Bare().run()
 
 FLOOR = """
 import asyncio
-import httpx
+import httpx2 as httpx
 from pydantic import BaseModel
 
 
@@ -304,7 +304,7 @@ def main() -> int:
             server.add({"text": "hello"})
             url = f"{server.openai_base_url}/chat/completions"
             body = "{'model': 'bench', 'stream': True, 'messages': []}"
-            code = f"import httpx; httpx.post({url!r}, json={body})"
+            code = f"import httpx2; httpx2.post({url!r}, json={body})"
             return until_request(server, [python, "-c", code], workspace, env)
 
         def floor_request() -> float:

@@ -77,7 +77,11 @@ def test_skill_finds_the_workspace_skill(cli: Cli) -> None:
         encoding="utf-8",
     )
 
-    done = cli.run("tool", "skill", json.dumps({"name": "release"}))
+    # A workspace's own skills are its author's text: offered once the workspace is trusted.
+    untrusted = cli.run("tool", "skill", json.dumps({"name": "release"}))
+    assert untrusted.returncode == 1 and "no skill named 'release'" in untrusted.stderr
+
+    done = cli.run("--trust-workspace", "tool", "skill", json.dumps({"name": "release"}))
 
     assert done.returncode == 0, done.stderr
     assert "Tag, then run make dist." in done.stdout

@@ -94,14 +94,17 @@ FUZZ = settings(
 @FUZZ
 @given(raw=raw_arguments)
 def test_headless_printing_survives(raw: str) -> None:
-    for fmt in ("text", "stream-json"):
+    for fmt in ("text", "stream-json", "agent-tui-json"):
         out, err = io.StringIO(), io.StringIO()
         printer = HeadlessPrinter(fmt, stdout=out, stderr=err, verbose=True)  # type: ignore[arg-type]
         for event in call_events(raw):
             printer(event)
-        if fmt == "stream-json":
+        if fmt == "agent-tui-json":
             for line in out.getvalue().splitlines():
                 parse_event(line)  # every line a whole event again
+        if fmt == "stream-json":
+            for line in out.getvalue().splitlines():  # every line one of Claude Code's
+                assert json.loads(line)["type"] in ("system", "assistant", "user", "result")
     request = call_events(raw)[1]
     assert isinstance(request, ApprovalRequested)
     assert "needs approval" in TerminalApprover(Path("/w")).describe(request)

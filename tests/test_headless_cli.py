@@ -296,6 +296,9 @@ def test_json_output_is_one_object(cli: Cli, model_server: Callable[..., ServerP
         "cache_write_tokens": 0,
         "reasoning_tokens": 0,
         "cost_usd": None,  # the scripted model has no price
+        # The same counts under Claude Code's names, for scripts written for it.
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
     }
     assert result["session_id"] and isinstance(result["session_id"], str)
     assert done.stderr == ""
@@ -347,6 +350,8 @@ def test_openai_responses_provider_end_to_end(
         "cache_write_tokens": 0,
         "reasoning_tokens": 2,
         "cost_usd": None,
+        "cache_read_input_tokens": 8,
+        "cache_creation_input_tokens": 0,
     }
     first, second = server.requests()
     assert first.path == second.path == "/v1/responses"
@@ -365,7 +370,7 @@ def test_stream_json_is_every_event_in_order(
 ) -> None:
     server = model_server([tools_step(shell("call_1", "echo streamed")), {"text": "fin"}])
     done = cli.run(
-        *headless(server, "go", "--approval-mode", "full-auto", "--output-format", "stream-json")
+        *headless(server, "go", "--approval-mode", "full-auto", "--output-format", "agent-tui-json")
     )
 
     assert done.returncode == 0, done.stderr
@@ -454,9 +459,10 @@ def test_no_key_and_no_base_url_exits_2_saying_what_to_set(cli: Cli) -> None:
     done = Cli(cli.workspace, env).run("-p", "hi", "--provider", "openai")
 
     assert done.returncode == 2
+    config = Path(cli.env["AGENT_TUI_CONFIG_DIR"]) / "config.toml"
     assert done.stderr.strip() == (
         "agent-tui: OPENAI_API_KEY is not set. Export it, or set OPENAI_BASE_URL to a server "
-        "that needs no key."
+        f"that needs no key. Or configure the [provider] section of {config}."
     )
 
 
@@ -491,7 +497,7 @@ def test_sigint_while_a_tool_runs_exits_130_and_leaves_no_process(
         [tools_step(shell("call_long", f"sleep 1{marker} & sleep {marker}; wait")), {"text": "x"}]
     )
     process = cli.start(
-        *headless(server, "go", "--approval-mode", "full-auto", "--output-format", "stream-json")
+        *headless(server, "go", "--approval-mode", "full-auto", "--output-format", "agent-tui-json")
     )
     try:
         read_lines_until(process, lambda line: '"kind":"tool_started"' in line)

@@ -97,7 +97,7 @@ def test_a_400_digit_wait_is_an_error_result_not_a_crash(
     assert text.startswith("Error (InvalidArguments)") and "out of range" in text, text
 
 
-@pytest.mark.parametrize("fmt", ["text", "json", "stream-json"])
+@pytest.mark.parametrize("fmt", ["text", "json", "stream-json", "agent-tui-json"])
 def test_a_lone_surrogate_on_the_anthropic_wire_then_continue_twice(
     cli: Cli,  # noqa: F811
     model_server: Any,  # noqa: F811
@@ -136,9 +136,12 @@ def test_a_lone_surrogate_on_the_anthropic_wire_then_continue_twice(
         "why": "echo it",
     }
     assert "\ufffd" in result_text(requests[1], "toolu_1")
-    if fmt == "stream-json":
+    if fmt == "agent-tui-json":
         for line in outputs[0].splitlines():
             parse_event(line)
+    elif fmt == "stream-json":
+        lines = [json.loads(line) for line in outputs[0].splitlines()]
+        assert lines[-1]["type"] == "result" and lines[-1]["result"] == "first \ufffd answer"
     elif fmt == "json":
         assert json.loads(outputs[0])["result"] == "first \ufffd answer"
     else:

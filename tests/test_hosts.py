@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import httpcore
+import httpcore2 as httpcore
 import pytest
-from httpcore._backends.anyio import AnyIOBackend
 
 from tests.conftest import make_harness
 from tests.petstore_server import PetstoreServer
@@ -158,11 +157,11 @@ def dialled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     to metadata addresses from a test)."""
     calls: list[str] = []
 
-    async def spy(self: AnyIOBackend, host: str, port: int, **kwargs: Any) -> Any:
+    async def spy(self: httpcore.AnyIOBackend, host: str, port: int, **kwargs: Any) -> Any:
         calls.append(host)
         raise httpcore.ConnectError(f"test spy: {host} not dialled")
 
-    monkeypatch.setattr(AnyIOBackend, "connect_tcp", spy)
+    monkeypatch.setattr(httpcore.AnyIOBackend, "connect_tcp", spy)
     return calls
 
 

@@ -100,3 +100,19 @@ asyncio.run(main())
     )
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen == {"at_start": False, "at_first_call": [True]}, out.stderr[-2000:]
+
+
+def test_one_http_stack() -> None:
+    """httpx2 and httpcore2 only: the first-generation httpx/httpcore (and their certifi CA
+    bundle) are not imported by any module, so a clean install does not need them."""
+    code = (
+        "import importlib, sys\n"
+        f"for name in {core_modules()!r}:\n"
+        "    importlib.import_module(name)\n"
+        "import tui.ui.app\n"
+        "stack = ('httpx', 'httpcore', 'certifi')\n"
+        "old = sorted(m for m in sys.modules if m.split('.')[0] in stack)\n"
+        "print(','.join(old))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"the old HTTP stack was imported: {out.stdout}"

@@ -966,7 +966,8 @@ async def test_command_hooks_from_config_deny_rewrite_and_add_feedback(
         "call_rewrite",
     ]
     assert all(r["session_id"] == session.session_id for r in records)
-    assert all(r["cwd"] == str(workspace) and r["tool_name"] == "run_shell" for r in pre)
+    assert all(r["cwd"] == str(workspace) and r["tool_name"] == "Bash" for r in pre)
+    assert all(r["agent_tui_tool_name"] == "run_shell" for r in pre)
     # Post hooks see the calls that ran, with the input that actually ran.
     assert sorted(r["tool_use_id"] for r in post) == ["call_lint", "call_rewrite"]
     by_id = {r["tool_use_id"]: r for r in post}

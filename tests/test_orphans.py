@@ -74,7 +74,7 @@ def test_sigkill_of_the_agent_stops_its_command_and_every_background_job(
     )
     server = model_server([tools_step(shell("call_long", command)), {"text": "x"}])
     process = cli.start(
-        *headless(server, "go", "--approval-mode", "full-auto", "--output-format", "stream-json")
+        *headless(server, "go", "--approval-mode", "full-auto", "--output-format", "agent-tui-json")
     )
     try:
         read_lines_until(process, lambda line: '"kind":"tool_started"' in line)

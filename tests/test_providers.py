@@ -20,7 +20,7 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any, Literal, cast
 
-import httpx
+import httpx2 as httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -79,7 +79,7 @@ def test_ssh_runs_on_the_host_in_its_home(cli: Cli, model_server: Any, sshd: Ssh
         "--ssh",
         f"{sshd.user}@127.0.0.1:{sshd.port}",
         "--output-format",
-        "stream-json",
+        "agent-tui-json",
     )
     assert done.returncode == 0, done.stderr
     (result,) = tool_results(server)
@@ -112,7 +112,7 @@ def test_tmux_runs_the_command_in_a_pane(cli: Cli, model_server: Any, tmux_socke
         *headless(server, "run it in tmux", "--approval-mode", "full-auto"),
         "--tmux",
         "--output-format",
-        "stream-json",
+        "agent-tui-json",
     )
     assert done.returncode == 0, done.stderr
     (result,) = tool_results(server)
@@ -145,7 +145,7 @@ def test_container_runs_the_command_inside(
         "--workspace",
         "/tmp",
         "--output-format",
-        "stream-json",
+        "agent-tui-json",
         timeout=60,
     )
     assert done.returncode == 0, done.stderr

@@ -1,5 +1,5 @@
 """Tool progress: coalescing (unit, on a real event loop with a stepped clock), the tool
-block's bar, and a real MCP server's progress notifications reaching stream-json through the
+block's bar, and a real MCP server's progress notifications reaching agent-tui-json through the
 installed ``agent-tui`` command."""
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def test_mcp_progress_reaches_stream_json(
             "full-auto",
             "--trust-workspace",
             "--output-format",
-            "stream-json",
+            "agent-tui-json",
         )
     )
     assert done.returncode == 0, done.stderr

@@ -744,6 +744,7 @@ async def test_adapters_start_in_the_background_and_slash_commands_list_them(
             "openapi": {"pets": {"spec": str(spec), "base_url": f"{petstore.url}/open"}},
         },
         env={},
+        trust=True,  # the workspace's own skill is offered once it is trusted
     )
     app = app_for(build_session(workspace, loaded))
     try:

@@ -205,7 +205,7 @@ def test_first_frame_needs_neither_pydantic_nor_the_agent() -> None:
     """The app module stays light, so the first frame comes before settings and the session."""
     code = (
         "import sys, tui.ui.app\n"
-        "heavy = [m for m in ('pydantic', 'tui.events', 'tui.session', 'httpx', "
+        "heavy = [m for m in ('pydantic', 'tui.events', 'tui.session', 'httpx', 'httpx2', "
         "'textual.widgets._markdown', 'tui.security.risk') if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )

@@ -20,9 +20,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tui import __version__
+from tui.cli_args import PICK, app_prompt, build_parser, headless_prompt, parse_args
 
 if TYPE_CHECKING:
+    from tui.claude_stream import RunFacts
     from tui.config import LoadedSettings
     from tui.exec.backend import ExecutionBackend
     from tui.security.approval import Approver
@@ -39,74 +40,6 @@ EXIT_MAX_TURNS = 3
 EXIT_CANCELLED = 130
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="agent-tui",
-        description="A terminal agent whose every tool call you can watch, approve and take over.",
-        epilog="The agent's commands run in a tmux session of its own (atui-WORKSPACE-ID), "
-        "closed when it quits unless kept: /pane in the app prints the tmux attach command "
-        "for the agent's shell, /pane keep keeps it for the next start here.",
-    )
-    parser.add_argument("--version", action="version", version=f"agent-tui {__version__}")
-    parser.add_argument("-p", "--prompt", help="run headless with this prompt (- reads stdin)")
-    parser.add_argument("--provider", choices=["openai", "openai-responses", "anthropic"])
-    parser.add_argument("--model")
-    parser.add_argument("--base-url")
-    parser.add_argument("--approval-mode", choices=["read-only", "ask", "auto-edit", "full-auto"])
-    parser.add_argument("--workspace", type=Path, default=None, help="workspace root (default: .)")
-    parser.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text")
-    parser.add_argument("--max-turns", type=int)
-    parser.add_argument(
-        "--json-schema",
-        metavar="FILE",
-        type=Path,
-        help="the final answer must be JSON matching this JSON Schema file",
-    )
-    parser.add_argument(
-        "--ssh",
-        metavar="USER@HOST[:PORT]",
-        help="run commands on this host (or ~/.ssh/config alias)",
-    )
-    parser.add_argument("--container", metavar="NAME", help="run commands in this container")
-    parser.add_argument(
-        "--tmux",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="run commands in a tmux pane (default: in the app when the target has tmux)",
-    )
-    parser.add_argument(
-        "--continue",
-        dest="continue_latest",
-        action="store_true",
-        help="resume the latest session of this workspace",
-    )
-    parser.add_argument("--resume", metavar="ID", help="resume the session with this id")
-    parser.add_argument(
-        "--trust-workspace",
-        action="store_true",
-        help="apply this workspace's own settings (.agent-tui.toml, .mcp.json) for this run, "
-        "including those that loosen approvals, run programs or send data elsewhere",
-    )
-    sub = parser.add_subparsers(dest="command")
-    sub.add_parser("sessions", help="list the saved sessions of this workspace")
-    sub.add_parser("tools", help="list the built-in tools and the permission each needs")
-    trust = sub.add_parser(
-        "trust", help="trust a workspace's own settings (what they change is listed first)"
-    )
-    trust.add_argument("dir", nargs="?", type=Path, help="the workspace (default: .)")
-    trust.add_argument("--revoke", action="store_true", help="forget the trust instead")
-    run = sub.add_parser("tool", help="run one tool through the registry and policy")
-    run.add_argument("name")
-    run.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
-    run.add_argument(
-        "--approval-mode",
-        dest="tool_approval_mode",
-        choices=["read-only", "ask", "auto-edit", "full-auto"],
-        default="read-only",
-    )
-    return parser
-
-
 def fail(reason: str, code: int = EXIT_FAILED) -> int:
     """One line on stderr, then the exit code: the contract for every failure."""
     print(f"agent-tui: {' '.join(reason.split())}", file=sys.stderr)
@@ -114,10 +47,15 @@ def fail(reason: str, code: int = EXIT_FAILED) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
+    if args.command == "completion":
+        from tui.cli_config import completion_command
+
+        return completion_command(args.shell)
     from tui.security.own_environ import hold_provider_keys, warn
 
     warn(hold_provider_keys())  # before any child exists: none may read the model's key
+    start_log()
     if getattr(args, "ssh", None):
         from tui.exec.ssh.target import SSHTarget
 
@@ -138,12 +76,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         return list_sessions(workspace)
     if args.command == "trust":
         return trust_command((args.dir or workspace).resolve(), revoke=args.revoke)
-    if args.prompt is not None:
+    if args.command == "config":
+        return show_config(workspace, args)
+    prompt = headless_prompt(args)
+    if prompt is not None:
         if args.max_turns is not None and args.max_turns < 1:
             return fail("--max-turns must be at least 1", EXIT_USAGE)
-        prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+        if args.resume == PICK:
+            return fail("--resume needs a session id with -p (agent-tui sessions lists them)", 2)
+        if not prompt.strip():
+            return fail("-p needs a prompt: as its value, or piped in on stdin", EXIT_USAGE)
         return asyncio.run(run_headless(workspace, prompt, args))
     return run_app(workspace, args)
+
+
+def start_log() -> None:
+    """The app's own errors to ``logs/agent-tui.log`` in the data folder (``tui.app_log``)."""
+    from tui.app_log import start_log as start
+    from tui.locations import data_dir
+    from tui.security.own_environ import provider_key_values
+
+    start(data_dir() / "logs", provider_key_values)
+
+
+def show_config(workspace: Path, args: argparse.Namespace) -> int:
+    """``agent-tui config``: the settings in effect here, and where each came from."""
+    from tui.cli_config import config_command
+    from tui.config import ConfigError
+    from tui.security.own_environ import process_environ
+
+    try:
+        loaded = load(workspace, args)
+    except ConfigError as error:
+        return fail(error.msg, EXIT_USAGE)
+    return config_command(loaded, process_environ(), everything=args.all)
 
 
 def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
@@ -169,7 +135,12 @@ def load(workspace: Path, args: argparse.Namespace) -> LoadedSettings:
 
         overrides["provider"]["model"] = default_model(args.provider)
     trust = True if getattr(args, "trust_workspace", False) else None
-    return load_settings(workspace, overrides=overrides, trust=trust)
+    from tui.config.provider_choice import choose_provider
+    from tui.security.own_environ import process_environ
+
+    return choose_provider(
+        load_settings(workspace, overrides=overrides, trust=trust), process_environ()
+    )
 
 
 def trust_command(workspace: Path, *, revoke: bool) -> int:
@@ -230,7 +201,7 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
                 workspace, loaded.settings.approval.mode.value
             ),
             resume=args.resume,
-            continue_latest=args.continue_latest,
+            continue_latest=args.continue_latest,  # -c
             backend=target.backend,
             local_paths=target.local_paths,
             target_home=target.home,
@@ -256,7 +227,9 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
         printer(Notice(message=notice, level="warning"))
     try:
         if session.loop is None:
-            return fail(session.provider_error or "no model provider configured", EXIT_USAGE)
+            reason = session.provider_error or "no model provider configured"
+            where = f"the [provider] section of {loaded.user_config_path}"
+            return fail(f"{reason} Or configure {where}.", EXIT_USAGE)
         loop = asyncio.get_running_loop()
         interrupts = 0
 
@@ -271,6 +244,8 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(signum, on_signal)
         await session.start_extensions()
+        printer.begin(run_facts(session))
+        session.watch_messages(printer.message)
         outcome = await session.submit(prompt)
         printer.finish(describe_outcome(outcome, session))
     finally:
@@ -302,6 +277,19 @@ def schema_error(loaded: LoadedSettings, args: argparse.Namespace, error: Except
     if isinstance(error, JsonSchemaError) and not getattr(args, "json_schema", None):
         return loaded.error_at("agent.json_schema", str(error)).msg
     return str(error)
+
+
+def run_facts(session: AgentSession) -> RunFacts:
+    from tui.claude_stream import RunFacts
+
+    return RunFacts(
+        session_id=session.session_id,
+        cwd=str(session.workspace),
+        model=session.model,
+        provider=session.provider_name,
+        tools=list(session.registry.names()),
+        approval_mode=session.approval_mode,
+    )
 
 
 def approver_for(workspace: Path, mode: str) -> Approver:
@@ -340,6 +328,9 @@ def make_app(workspace: Path, args: argparse.Namespace, **options: Any) -> Agent
 
     opening = AppSessions(workspace, args)
     options.setdefault("history_path", data_dir() / "prompt-history.jsonl")
+    options.setdefault("state_path", data_dir() / "ui-state.json")  # the theme chosen
+    options.setdefault("prompt", app_prompt(args))  # agent-tui "fix the tests"
+    options.setdefault("pick_session", getattr(args, "resume", None) == PICK)  # -r alone
     app = AgentApp(builder=opening.open, **options)
     opening.ask_trust = app.ask_trust
     app.reload_settings = opening.reload_settings
@@ -416,7 +407,7 @@ class AppSessions:
             session = build_session(
                 target.workspace,
                 loaded,
-                resume=getattr(args, "resume", None),
+                resume=None if getattr(args, "resume", None) in (None, PICK) else args.resume,
                 continue_latest=bool(getattr(args, "continue_latest", False)),
                 backend=target.backend,
                 local_paths=target.local_paths,
@@ -424,6 +415,7 @@ class AppSessions:
                 sandbox=target.sandbox,
                 commands=target.commands,
                 unsandboxed=target.unsandboxed,
+                checkpoints=True,  # /undo
             )
         except (SessionNotFound, JsonSchemaError) as error:
             await target.backend.close()
@@ -453,6 +445,7 @@ class AppSessions:
             sandbox=target.sandbox,
             commands=target.commands,
             unsandboxed=target.unsandboxed,
+            checkpoints=True,
         )
 
 
@@ -500,7 +493,7 @@ def cli_tools(loaded: LoadedSettings, target: Target) -> list[Tool[Any]]:
     return agent_tools(
         loaded.settings,
         target.backend,
-        workspace if local else None,
+        workspace if local and loaded.trust.trusted else None,  # its skills wait for trust
         cron_tools(CronStore()),
         memory=memory,
     )
@@ -610,9 +603,6 @@ def console() -> None:
     0.2-0.4 s nobody waits for. Files still queued for disk and the standard streams are
     flushed first, then the process ends without that teardown.
     """
-    # httpx imports its own command-line client (click, rich, pygments: ~35 ms) whenever
-    # they are installed; agent-tui never uses it, and without it httpx defines a stub.
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     code = main()
     from tui.spill import SPILL
 

@@ -1,6 +1,7 @@
 """Headless output: the bus printed as text, one JSON object, or a JSON line per event.
 
-``stream-json`` is a contract for scripts: every bus event, in order, as
+``stream-json`` and ``json`` speak Claude Code's shapes (``tui.claude_stream``), so scripts
+written for ``claude -p`` read them. ``agent-tui-json`` is every bus event, in order, as
 ``event.model_dump_json()``, flushed at once. ``text`` prints only the final answer on stdout
 (progress and errors go to stderr, so ``$(agent-tui -p …)`` captures just the answer).
 """
@@ -18,6 +19,8 @@ import unicodedata
 from pathlib import Path
 from typing import Literal, TextIO
 
+from tui.agent.providers.base import Message
+from tui.claude_stream import ClaudeStream, RunFacts, dumps
 from tui.diffs import DIFF_REPLACES, number_width, parse, plain_line
 from tui.events import (
     AgentNotice,
@@ -33,7 +36,7 @@ from tui.events import (
 )
 from tui.safe_text import dumps_or, one_line, terminal_safe
 
-OutputFormat = Literal["text", "json", "stream-json"]
+OutputFormat = Literal["text", "json", "stream-json", "agent-tui-json"]
 
 
 _C1_AND_SEPARATORS = re.compile("[\x7f-\x9f\u2028\u2029]")
@@ -60,12 +63,30 @@ class HeadlessPrinter:
         self.stderr = stderr or sys.stderr
         self.verbose = verbose
         self.errors: list[str] = []
+        self.claude = ClaudeStream(self._write_line)
+        """Claude Code's lines (``stream-json``) and result object (both JSON formats)."""
+
+    def begin(self, facts: RunFacts) -> None:
+        """The run starts: ``stream-json``'s init line; the clock of the result's duration."""
+        self.claude.begin(facts, emit=self.fmt == "stream-json")
+
+    def message(self, message: Message) -> None:
+        """A message the conversation gained (``AgentSession.watch_messages``)."""
+        if self.fmt == "stream-json":
+            self.claude.message(message)
+
+    def _write_line(self, line: dict[str, object]) -> None:
+        if self.fmt == "stream-json":
+            self.stdout.write(json_line(dumps(line)))
+            self.stdout.flush()
 
     def __call__(self, event: Event) -> None:
         """Receive one event synchronously, in publish order."""
         if isinstance(event, ErrorEvent):
             self.errors.append(event.message)
-        if self.fmt == "stream-json":
+        if self.fmt in ("stream-json", "json"):
+            self.claude(event)
+        if self.fmt == "agent-tui-json":
             try:
                 line = event.model_dump_json()
             except (ValueError, RecursionError) as error:  # a value no JSON writer takes
@@ -124,8 +145,8 @@ class HeadlessPrinter:
             text = str(result.get("result") or "")
             if text:
                 self.stdout.write(terminal_safe(text.rstrip("\n")) + "\n")
-        elif self.fmt == "json":
-            self.stdout.write(json.dumps(result) + "\n")
+        elif self.fmt in ("json", "stream-json"):
+            self.stdout.write(json_line(dumps(self.claude.result(result))))
         self.stdout.flush()
 
 

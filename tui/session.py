@@ -8,16 +8,17 @@ switch model or mode, trust the workspace, …) and reads its bus, never its par
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tui.agent.live_settings import LiveSettings
 from tui.agent.loop import AgentLoop, TurnOutcome
-from tui.agent.providers.base import Provider, ProviderError
+from tui.agent.providers.base import ImagePart, Message, Provider, ProviderError
 from tui.agent.scheduler import JobOutcome
 from tui.agent.transcript import SessionStore, Transcript
 from tui.bus import EventBus
@@ -33,9 +34,10 @@ from tui.security.policy import SecurityPolicy
 from tui.security.trust import WorkspaceTrust
 from tui.tools.context import ToolContext
 from tui.tools.registry import ToolRegistry
-from tui.views import GrantList, SessionInfo
+from tui.views import GrantList, ImageAttachment, SessionInfo, UserCommand
 
 if TYPE_CHECKING:
+    from tui.agent.checkpoints import Checkpoints
     from tui.exec.sandbox.sandbox import Sandbox
     from tui.exec.tmux.mirror import PaneMirror
 
@@ -87,6 +89,9 @@ class AgentSession:
     """The ``PaneMirror`` publishing frames of the agent's tmux pane, while the app shows it."""
     sandbox: Sandbox | None = None
     """This machine's sandbox (commands on a local target, hooks and MCP servers)."""
+    checkpoints: Checkpoints | None = None
+    """Snapshots around each turn, for ``/undo`` and ``/diff`` (the app, a local workspace)."""
+    _checkpoints_said: bool = False
     _mode_change: asyncio.Task[None] | None = None
 
     async def start_extensions(self) -> None:
@@ -117,10 +122,72 @@ class AgentSession:
     def session_id(self) -> str:
         return self.transcript.id
 
-    async def submit(self, prompt: str) -> TurnOutcome:
+    def watch_messages(self, callback: Callable[[Message], None]) -> None:
+        """Hand ``callback`` every message the conversation gains from now on (headless
+        stream-json writes each call's result as the model reads it)."""
+        loop = self.loop
+        if loop is None:
+            return
+        previous = loop.on_message
+
+        def both(message: Message) -> None:
+            if previous is not None:
+                previous(message)
+            callback(message)
+
+        loop.on_message = both
+
+    async def submit(
+        self, prompt: str, images: Sequence[ImageAttachment] | None = None
+    ) -> TurnOutcome:
+        """One turn; ``images`` go with the message (``@shot.png``, a pasted path)."""
         if self.loop is None:
             raise ProviderError(self.provider_error or "no model provider is configured")
-        return await self.loop.submit(prompt)
+        parts = [
+            ImagePart(base64.b64encode(i.data).decode("ascii"), i.mime_type) for i in images or ()
+        ]
+        return await self._turn(prompt, parts)
+
+    async def _turn(self, prompt: str, images: list[ImagePart]) -> TurnOutcome:
+        assert self.loop is not None
+        checkpoints = self.checkpoints
+        if checkpoints is None or self.loop.running:
+            return await self.loop.submit(prompt, images=images)
+        checkpoints.turn_starts(prompt)  # the snapshot is awaited before the first tool runs
+        try:
+            return await self.loop.submit(prompt, images=images)
+        finally:
+            await checkpoints.turn_ends()
+            if checkpoints.disabled and not self._checkpoints_said:
+                self._checkpoints_said = True
+                self.bus.publish(Notice(message=checkpoints.disabled, level="warning"))
+
+    async def undo(self, argument: str) -> str:
+        """``/undo``, ``/undo N``, ``/undo list`` (``tui.agent.checkpoints``)."""
+        from tui.agent.checkpoints import CheckpointError
+
+        if self.checkpoints is None:
+            return "no checkpoints here: /undo works in the app, for a workspace on this machine"
+        word = argument.strip()
+        if word == "list":
+            return self.checkpoints.listing()
+        if word and not word.isdigit():
+            return "usage: /undo, /undo N (a turn from /undo list), /undo list"
+        try:
+            return await self.checkpoints.undo(int(word) if word else None)
+        except CheckpointError as error:
+            return str(error)
+
+    async def session_diff(self) -> str:
+        """``/diff``: what this session's turns changed in the workspace's files, as a diff."""
+        from tui.agent.checkpoints import CheckpointError
+
+        if self.checkpoints is None:
+            return ""
+        try:
+            return await self.checkpoints.diff()
+        except CheckpointError as error:
+            return f"(no diff: {error})"
 
     async def compact(self, focus: str = "") -> bool:
         """``/compact``: shrink what is sent to the model; the transcript keeps everything."""
@@ -296,19 +363,52 @@ class AgentSession:
 
     async def skills_report(self) -> str:
         """``/skills``: the skills the agent can load and where they were looked for (Markdown)."""
-        from tui.tools.builtin.catalog import user_skills_dir
-        from tui.tools.builtin.skill import format_skill_list, list_skills
+        from tui.tools.builtin.catalog import claude_skills_dir, user_skills_dir
+        from tui.tools.builtin.skill import format_skill_list, list_skills, skill_roots
 
-        skill = self.registry.get("skill")
-        workspace = getattr(skill, "workspace", self.workspace)
-        scan = await asyncio.to_thread(list_skills, workspace, user_skills_dir())
+        workspace = self._own_workspace()
+        mine = (claude_skills_dir(),)
+        scan = await asyncio.to_thread(list_skills, workspace, user_skills_dir(), mine)
         lines = [format_skill_list(scan) or "No skills found."]
-        places = (
-            [f"{workspace}/.agent-tui/skills", f"{workspace}/.claude/skills"] if workspace else []
-        )
-        lines.append(f"\nLooked in {', '.join([*places, str(user_skills_dir())])}.")
+        places = [str(root) for root, _ in skill_roots(workspace, user_skills_dir(), mine)]
+        lines.append(f"\nLooked in {', '.join(places)}.")
+        if workspace is None and self.loaded.trust.pending:
+            lines.append("This workspace's own skills wait for /trust.")
         lines += [f"- problem: {problem}" for problem in scan.problems]
         return "\n".join(lines)
+
+    def _own_workspace(self) -> Path | None:
+        """The workspace whose commands and skills may be offered: a trusted one, here."""
+        trusted = self.loaded.trust.trusted and self.policy.paths.local
+        return self.workspace if trusted else None
+
+    async def slash_commands(self) -> list[UserCommand]:
+        """``/NAME`` commands from Markdown files, and skills (``tui.agent.user_commands``)."""
+        from tui.agent.user_commands import find_commands, user_folders
+
+        commands, skills = user_folders()
+        return await asyncio.to_thread(find_commands, self._own_workspace(), commands, skills)
+
+    async def expand_command(self, name: str, arguments: str) -> str | None:
+        """What ``/NAME arguments`` sends; None when no such command exists.
+
+        Raises:
+            ValueError: the command's file cannot be read into a prompt (says why).
+        """
+        from tui.agent.user_commands import expand
+
+        found = {command.name: command for command in await self.slash_commands()}
+        command = found.get(name.lower())
+        if command is None:
+            return None
+        return await asyncio.to_thread(expand, command, arguments, self.policy.paths)
+
+    @staticmethod
+    def init_prompt() -> str:
+        """``/init``: look at the repository, then write AGENTS.md."""
+        from tui.agent.user_commands import INIT_PROMPT
+
+        return INIT_PROMPT
 
     def describe_extensions(self) -> str | None:
         """``/mcp``: the MCP servers' and OpenAPI specs' state; None without extensions."""

@@ -115,3 +115,35 @@ class TrustView(Protocol):
     @property
     def refused(self) -> Sequence[HeldChangeView]:
         """Keys a workspace file may never set: dropped whether trusted or not."""
+
+
+# -- the person's and the workspace's own slash commands (``/NAME``) ---------------------
+
+
+@dataclass(frozen=True)
+class UserCommand:
+    """A slash command from a Markdown file (``.claude/commands/review.md`` is ``/review``) or
+    a skill called by name; what it sends is built by ``AgentSession.expand_command``."""
+
+    name: str
+    description: str
+    path: Path
+    """The command's file, or the skill's SKILL.md."""
+    source: str
+    """``workspace`` or ``user``."""
+    kind: str = "command"
+    """``command`` or ``skill``."""
+    argument_hint: str = ""
+    """What its arguments are, from the front matter (``[pr-number]``)."""
+
+
+# -- images a message attaches (``@shot.png``, a pasted path) ----------------------------
+
+
+@dataclass(frozen=True)
+class ImageAttachment:
+    """An image sent with the person's message, in every wire format's own image part."""
+
+    name: str
+    mime_type: str
+    data: bytes

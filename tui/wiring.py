@@ -7,13 +7,14 @@ composition root builds sessions; the rest of the house only uses one.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from tui.agent.checkpoints import Checkpoints, store_for
 from tui.agent.execution import ToolPlan
 from tui.agent.history import prepare_resume
-from tui.agent.hooks import Hooks
+from tui.agent.hooks import Hooks, PreToolDecision, ToolCallInfo
 from tui.agent.live_settings import LiveSettings
 from tui.agent.loop import AgentLoop, LoopSettings
 from tui.agent.named_subagents import build_named_subagents
@@ -30,6 +31,7 @@ from tui.exec.backend import ExecutionBackend
 from tui.exec.local import LocalBackend
 from tui.exec.sandbox.sandbox import Sandbox
 from tui.extensions import Extensions
+from tui.locations import config_dir, data_dir
 from tui.security.approval import ApprovalBroker, Approver
 from tui.security.confinement import WORKSPACE, WORKSPACE_NET, SandboxFacts
 from tui.security.grants import GrantStore
@@ -66,9 +68,13 @@ def build_session(
     sandbox: Sandbox | None = None,
     commands: Sandbox | None = None,
     unsandboxed: str | None = None,
+    checkpoints: bool = False,
 ) -> AgentSession:
     """Wire one session. A missing or unusable provider is not fatal here: the app still opens
     (and says what to set); headless mode turns ``provider_error`` into its exit message.
+
+    ``checkpoints``: snapshot the workspace around each turn for ``/undo`` (the app, on a
+    workspace of this machine).
 
     Raises:
         JsonSchemaError: ``[agent] json_schema`` names a missing or invalid schema file.
@@ -169,7 +175,8 @@ def build_session(
     for tool in agent_tools(
         settings,
         backend,
-        workspace if local_paths else None,
+        # The workspace's own skills are text its author wrote: offered once it is trusted.
+        workspace if local_paths and loaded.trust.trusted else None,
         extensions.cron_tools(),
         memory=MemoryScope(
             str(workspace) if local_paths else f"{backend.actor}:{workspace}",
@@ -191,7 +198,14 @@ def build_session(
         cwd=str(workspace) if local_paths else str(Path.cwd()),
         env=policy.command_env(),
         confine=confine,
+        transcript_path=str(transcript.path),
+        approval_mode=lambda: policy.approval_mode.value,
     )
+    shadow = None
+    if checkpoints and local_paths:
+        shadow = Checkpoints(workspace, store_for(data_dir(), workspace), transcript.id)
+        bus.add_listener(shadow.observe)
+        hooks.before_tool.append(_await_snapshot(shadow))
     loop: AgentLoop | None = None
     if provider is not None:
         loop = AgentLoop(
@@ -243,6 +257,7 @@ def build_session(
             actor=backend.actor,
             guard=policy.paths,
             notes=warnings,
+            global_folder=config_dir(),
             extra="\n\n".join(
                 part
                 for part in (
@@ -273,10 +288,23 @@ def build_session(
         extensions=extensions,
         own_providers=own_providers,
         sandbox=sandbox,
+        checkpoints=shadow,
     )
     for warning in warnings:
         bus.publish(Notice(message=warning, level="warning"))
     return session
+
+
+def _await_snapshot(
+    shadow: Checkpoints,
+) -> Callable[[ToolCallInfo], Awaitable[PreToolDecision | None]]:
+    """A before-tool hook: no call changes a file before the turn's snapshot is taken."""
+
+    async def wait(call: ToolCallInfo) -> PreToolDecision | None:
+        await shadow.ready()
+        return None
+
+    return wait
 
 
 def agent_tools(

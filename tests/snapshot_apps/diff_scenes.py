@@ -19,7 +19,7 @@ from tui.events import (
 )
 
 BEFORE = """\
-import httpx
+import httpx2 as httpx
 
 from app.settings import Settings
 

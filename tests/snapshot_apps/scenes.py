@@ -9,6 +9,7 @@ backends publish — so every frame is the same on every run. No model, tmux or 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import tempfile
@@ -99,6 +100,9 @@ def make_session(*, provider: bool = True, backend: Any = None) -> AgentSession:
     # sandbox is started for a picture.
     session.policy.sandbox = SandboxFacts(active=True, network=False)
     if not provider:
+        # The banner names the config file: the same path in every run of the picture.
+        shown = Path("/home/me/.config/agent-tui/config.toml")
+        session.loaded = dataclasses.replace(session.loaded, user_config_path=shown)
         session.provider = None
         session.loop = None
         session.provider_error = (

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tui.agent.claude_names import PERMISSION_MODES, as_claude, claude_name, from_claude
 from tui.config.sections.hooks import HookCommand
 from tui.events import Event, ToolCallCompleted, ToolCallStarted
 from tui.exec.backend import BackendError
@@ -90,6 +91,10 @@ class Hooks:
     env: dict[str, str] | None = None
     confine: Confine | None = None
     """Puts each hook command inside the sandbox (None: no sandbox on this machine)."""
+    transcript_path: str = ""
+    """The session's transcript (Claude Code hooks get theirs as ``transcript_path``)."""
+    approval_mode: Callable[[], str] | None = None
+    """The mode now, sent as Claude Code's ``permission_mode``."""
 
     async def run_before_tool(self, call: ToolCallInfo) -> PreToolDecision:
         decision = PreToolDecision()
@@ -104,7 +109,7 @@ class Hooks:
                 return answer
             call = _merge(decision, answer, call)
         for hook in self.pre_commands:
-            if not hook.matches(call.tool_name):
+            if not _matches(hook, call.tool_name):
                 continue
             answer = await self._run_pre_command(hook, call)
             if answer.deny_reason:
@@ -123,7 +128,7 @@ class Hooks:
         failed = result.is_error
         event: HookEventName = "PostToolUseFailure" if failed else "PostToolUse"
         for hook in self.post_failure_commands if failed else self.post_commands:
-            if hook.matches(call.tool_name):
+            if _matches(hook, call.tool_name):
                 result = await self._run_post_command(hook, call, result, event)
         return result
 
@@ -157,7 +162,8 @@ class Hooks:
         self, event: HookEventName, call: ToolCallInfo, result: ToolResult | None
     ) -> dict[str, str]:
         base = self.env if self.env is not None else reduced_environment(DEFAULT_ENV_ALLOWLIST, [])
-        return {**base, **hook_variables(event, call, result)}
+        project = {"CLAUDE_PROJECT_DIR": self.cwd} if self.cwd else {}
+        return {**base, **project, **hook_variables(event, call, result)}
 
     def _payload(self, event: str, call: ToolCallInfo, **extra: Any) -> bytes:
         # Arguments nested too deeply for Python's parser (or its writer) reach the hook as
@@ -165,14 +171,21 @@ class Hooks:
         tool_input: Any = loads_or(call.arguments or "{}", call.arguments)
         if dumps_or(tool_input, "") == "":
             tool_input = call.arguments
+        mode = self.approval_mode() if self.approval_mode is not None else "ask"
+        # Claude Code's names and shapes first (``Edit`` with an absolute ``file_path``), so
+        # its hook scripts run unchanged; ours beside them.
         return json.dumps(
             {
                 "hook_event_name": event,
                 "session_id": self.session_id,
                 "cwd": self.cwd,
-                "tool_name": call.tool_name,
+                "tool_name": claude_name(call.tool_name),
                 "tool_use_id": call.tool_call_id,
-                "tool_input": tool_input,
+                "tool_input": as_claude(call.tool_name, tool_input, self.cwd),
+                "agent_tui_tool_name": call.tool_name,
+                "agent_tui_tool_input": tool_input,
+                "transcript_path": self.transcript_path,
+                "permission_mode": PERMISSION_MODES.get(mode, "default"),
                 **extra,
             }
         ).encode()
@@ -207,7 +220,7 @@ class Hooks:
             )
         updated = specific.get("updatedInput", output.get("tool_input"))
         if isinstance(updated, dict):
-            decision.arguments = json.dumps(updated)
+            decision.arguments = json.dumps(from_claude(call.tool_name, updated))
         return decision
 
     async def _run_post_command(
@@ -235,6 +248,11 @@ class Hooks:
         if not feedback:
             return result
         return _with_feedback(result, feedback, event)
+
+
+def _matches(hook: HookCommand, tool_name: str) -> bool:
+    """A matcher names our tool (``edit_file``) or Claude Code's (``Edit|Write``)."""
+    return hook.matches(tool_name) or hook.matches(claude_name(tool_name))
 
 
 def _merge(decision: PreToolDecision, answer: PreToolDecision, call: ToolCallInfo) -> ToolCallInfo:

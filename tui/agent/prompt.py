@@ -1,5 +1,12 @@
-"""The system prompt: who the agent is, where it runs, and the project's own AGENTS.md and
-CLAUDE.md files (each through the secret screen: ``tui.security.prompt_files``)."""
+"""The system prompt: who the agent is, where it runs, the person's own instructions and the
+project's (each file through the secret screen: ``tui.security.prompt_files``).
+
+Instructions are read as Codex and Claude Code users keep them: the person's global file in the
+config folder (``AGENTS.md``, else ``CLAUDE.md``), then, from the repository root down to the
+workspace, each folder's ``AGENTS.md`` — or its ``CLAUDE.md`` where there is no readable
+``AGENTS.md`` (a repository written for Claude Code; one file a folder, so a ``CLAUDE.md`` that
+repeats the ``AGENTS.md`` beside it is not sent twice).
+"""
 
 from __future__ import annotations
 
@@ -24,7 +31,7 @@ How to work:
 - Keep answers short and concrete. When the task is done, say what you did."""
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
-"""The project instruction files read into the prompt, in this order within a folder."""
+"""The instruction files of a folder, the first readable one read."""
 MAX_AGENTS_CHARS = 20_000
 
 
@@ -36,16 +43,20 @@ def project_root(workspace: Path) -> Path:
     return workspace
 
 
-def agents_files(workspace: Path) -> list[Path]:
-    """AGENTS.md and CLAUDE.md from the repository root down to the workspace, outermost
-    first (a link counts: whether it may be read is the guard's to say)."""
+def instruction_folders(workspace: Path) -> list[Path]:
+    """The folders from the repository root down to the workspace, outermost first."""
     root = project_root(workspace)
     chain = [workspace]
     if root != workspace:
         chain.extend(parent for parent in workspace.parents if parent.is_relative_to(root))
+    return list(reversed(chain))
+
+
+def candidates(folder: Path) -> list[Path]:
+    """The instruction files a folder has, in order of preference (a link counts: whether it
+    may be read is the guard's to say)."""
     return [
         folder / name
-        for folder in reversed(chain)
         for name in INSTRUCTION_FILES
         if (folder / name).is_file() or (folder / name).is_symlink()
     ]
@@ -59,10 +70,11 @@ def build_system_prompt(
     tools: Sequence[str] = (),
     guard: PathGuard | None = None,
     notes: list[str] | None = None,
+    global_folder: Path | None = None,
 ) -> str:
-    """The system prompt. Project instruction files pass the secret screen first
-    (``guard``: the session's path guard; the built-in secret places without one); each one
-    refused is said in ``notes``."""
+    """The system prompt. Instruction files pass the secret screen first (``guard``: the
+    session's path guard; the built-in secret places without one); each one refused is said
+    in ``notes``. ``global_folder`` holds the person's own instructions (the config folder)."""
     now = datetime.datetime.now().astimezone()
     parts = [
         BASE_PROMPT,
@@ -73,19 +85,23 @@ def build_system_prompt(
         parts.append("Tools available: " + ", ".join(tools) + ".")
     guard = guard if guard is not None else default_guard(workspace)
     budget = MAX_AGENTS_CHARS
-    for path in agents_files(workspace):
-        if budget <= 0:
+    folders = [(global_folder, "Your own instructions")] if global_folder is not None else []
+    folders += [(folder, "Project instructions") for folder in instruction_folders(workspace)]
+    for folder, heading in folders:
+        for path in candidates(folder):
+            if budget <= 0:
+                break
+            text, refusal = read_prompt_file(path, guard, budget)
+            if text is None:
+                if notes is not None and refusal is not None:
+                    notes.append(f"{heading.lower()} not read: {refusal}")
+                continue  # an unreadable AGENTS.md: the folder's CLAUDE.md is next
+            text = text.strip()
+            if len(text) > budget:
+                text = text[:budget] + f"\n[{path.name} cut here]"
+            budget -= len(text)
+            parts.append(f"{heading} from {path}:\n{text}")
             break
-        text, refusal = read_prompt_file(path, guard, budget)
-        if text is None:
-            if notes is not None and refusal is not None:
-                notes.append(f"project instructions not read: {refusal}")
-            continue
-        text = text.strip()
-        if len(text) > budget:
-            text = text[:budget] + f"\n[{path.name} cut here]"
-        budget -= len(text)
-        parts.append(f"Project instructions from {path}:\n{text}")
     if extra:
         parts.append(extra)
     return "\n\n".join(parts)

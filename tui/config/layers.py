@@ -131,11 +131,15 @@ def _env_value(raw: str) -> Any:
 
 
 def drop_none(data: Mapping[str, Any]) -> dict[str, Any]:
-    """CLI parsers give None for a flag not given; TOML has no null, so None means "unset"."""
+    """CLI parsers give None for a flag not given; TOML has no null, so None means "unset".
+    A table that held only unset flags is dropped too: nothing set anything in it, so it must
+    not be named as the origin of that section's settings (a table given empty stays)."""
     out: dict[str, Any] = {}
     for key, value in data.items():
         if isinstance(value, Mapping):
-            out[key] = drop_none(value)
+            inner = drop_none(value)
+            if inner or not value:
+                out[key] = inner
         elif value is not None:
             out[key] = value
     return out

@@ -24,6 +24,7 @@ from tui.security.trust import (
     review_mcp_file,
     workspace_files,
 )
+from tui.security.workspace_prompts import review_prompt_files, workspace_prompt_files
 
 WORKSPACE_CONFIG_NAME = ".agent-tui.toml"
 
@@ -54,6 +55,8 @@ def review_workspace(
     """What of the workspace layer applies, and where the workspace stands."""
     key = workspace_trust_key(workspace)
     files = workspace_files(workspace, config_file if layer is not None else None)
+    prompts = [path for _, paths in workspace_prompt_files(workspace) for path in paths]
+    files = [*files, *prompts]
     if not files:
         return WorkspaceTrust(key=key), {}
     digest = files_digest(files)
@@ -75,6 +78,8 @@ def review_workspace(
     mcp_file = workspace / MCP_PROJECT_FILE
     if mcp_file in files:
         held.extend(review_mcp_file(mcp_file))
+    if prompts:
+        held.extend(review_prompt_files(workspace))
     state = WorkspaceTrust(
         key=key,
         files=tuple(files),

@@ -225,6 +225,7 @@ def control_file(path: Path) -> str | None:
             return f"{part}/ holds this workspace's agent settings and skills"
         if part == ".git" and index + 1 < len(parts) and parts[index + 1] in _GIT_CONTROL:
             return f".git/{parts[index + 1]} decides what git runs"
-        if part == ".claude" and index + 1 < len(parts) and parts[index + 1] == "skills":
-            return ".claude/skills holds instructions the agent loads"
+        nested = parts[index + 1] if index + 1 < len(parts) else ""
+        if part in (".claude", ".agents") and nested in ("skills", "commands"):
+            return f"{part}/{nested} holds instructions the agent loads"
     return None

@@ -7,17 +7,23 @@ once, judges every address (``HostPolicy.permitted``) and opens the socket to ex
 address. TLS still verifies, and SNI and the Host header still name, the host from the URL:
 httpcore takes both from the request, not from the socket. Redirects are new requests on the
 same client, so every hop passes through here too.
+
+Behind a proxy (``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY`` in the person's environment, minus
+what ``NO_PROXY`` names, read as curl reads them) the socket goes to the proxy, which the person
+chose; the destination is still judged before the request leaves: its name and every address it
+resolves to here. The proxy resolves the name again itself, so there the guard against DNS
+rebinding is as good as the proxy's own resolver; without a proxy it is exact.
 """
 
 from __future__ import annotations
 
 import ssl
-from collections.abc import Iterable
+import urllib.request
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-import httpcore
-import httpx
-from httpcore._backends.anyio import AnyIOBackend
+import httpcore2 as httpcore
+import httpx2 as httpx
 
 from tui.security.hosts import HostPolicy
 from tui.security.hosts import system_resolve as resolve
@@ -36,7 +42,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
 
     def __init__(self, hosts: HostPolicy) -> None:
         self.hosts = hosts
-        self._inner = AnyIOBackend()
+        self._inner = httpcore.AnyIOBackend()
 
     async def connect_tcp(
         self,
@@ -78,8 +84,43 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
+def proxy_for(url: httpx.URL, environ: Mapping[str, str] | None = None) -> str | None:
+    """The proxy the environment names for ``url`` (None: connect directly).
+
+    ``https_proxy`` for https, ``http_proxy`` for http, ``all_proxy`` for either, upper or
+    lower case; ``no_proxy`` (names with their subdomains, ``*``) sends a host directly.
+    """
+    proxies = (
+        urllib.request.getproxies_environment()
+        if environ is None
+        else {
+            key.lower().removesuffix("_proxy"): value
+            for key, value in environ.items()
+            if key.lower().endswith("_proxy") and value
+        }
+    )
+    proxy = proxies.get(url.scheme) or proxies.get("all")
+    if not proxy:
+        return None
+    bypass = proxies.get("no", "")
+    if bypass == "*" or _bypassed(url.host, bypass):
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
+
+
+def _bypassed(host: str, no_proxy: str) -> bool:
+    host = host.lower().rstrip(".")
+    for entry in no_proxy.split(","):
+        entry = entry.strip().lower().lstrip("*").lstrip(".").rstrip(".")
+        entry = entry.split(":", 1)[0] if entry.count(":") == 1 else entry
+        if entry and (host == entry or host.endswith("." + entry)):
+            return True
+    return False
+
+
 class GuardedTransport(httpx.AsyncHTTPTransport):
-    """``httpx.AsyncHTTPTransport`` over a ``GuardedBackend`` (no proxy, no Unix socket)."""
+    """``httpx.AsyncHTTPTransport`` over a ``GuardedBackend`` (no Unix socket); through the
+    environment's proxy when one applies, the destination judged first."""
 
     def __init__(self, hosts: HostPolicy, context: ssl.SSLContext) -> None:
         # httpx takes no network backend, so the one attribute its __init__ sets (the pool it
@@ -93,11 +134,35 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
             keepalive_expiry=limits.keepalive_expiry,
             network_backend=GuardedBackend(hosts),
         )
+        self._hosts = hosts
+        self._context = context
+        self._proxied: dict[str, httpx.AsyncHTTPTransport] = {}
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        proxy = proxy_for(request.url)
+        if proxy is None:
+            return await super().handle_async_request(request)
+        port = request.url.port or (443 if request.url.scheme == "https" else 80)
+        try:
+            await self._hosts.permitted(request.url.host, port, resolve)
+        except OSError as exc:
+            raise httpx.ConnectError(f"could not resolve {request.url.host!r}: {exc}") from exc
+        transport = self._proxied.get(proxy)
+        if transport is None:
+            transport = httpx.AsyncHTTPTransport(proxy=proxy, verify=self._context)
+            self._proxied[proxy] = transport
+        return await transport.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for transport in self._proxied.values():
+            await transport.aclose()
+        await super().aclose()
 
 
 async def guarded_client(hosts: HostPolicy, **options: Any) -> httpx.AsyncClient:
-    """An ``httpx.AsyncClient`` (shared TLS context, no environment proxies) that connects only
-    where ``hosts`` permits. ``options`` go to the client (timeouts, redirects, hooks)."""
+    """An ``httpx.AsyncClient`` (the shared TLS context) that connects only where ``hosts``
+    permits, through the environment's proxy when one applies (``GuardedTransport``).
+    ``options`` go to the client (timeouts, redirects, hooks)."""
     context = await tls_context()
     return httpx.AsyncClient(
         transport=GuardedTransport(hosts, context), trust_env=False, verify=context, **options

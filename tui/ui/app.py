@@ -27,12 +27,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from textual import events, on, work
+from textual.actions import SkipAction
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Input, TextArea
 from textual.worker import Worker, WorkerState
 
+from tui.app_log import log_error
 from tui.errors import AgentTuiError
 from tui.locations import styles_dir
 from tui.ui.adapter import FRAME_SECONDS, BusAdapter
@@ -43,6 +45,7 @@ from tui.ui.chat.panel import ChatPanel
 from tui.ui.chat.todo import TodoList
 from tui.ui.commands import SlashCommandProvider, SlashCommands
 from tui.ui.control_filter import ControlFilter
+from tui.ui.habits import ThemeMemory, cycle_mode
 from tui.ui.interrupt import QUIT_HINT, QUIT_WINDOW, CtrlC
 from tui.ui.messages import BusBatch, PromptSubmitted, ToolBlockAction
 from tui.ui.mirror.messages import PaneKeys, PaneRelease
@@ -84,6 +87,9 @@ class AgentApp(App[int]):
         cursor_blink: Off in tests and snapshots.
         history_path: Where prompt history is kept (None: memory only).
         frame: Seconds per adapter batch.
+        state_path: Where the chosen theme is kept (None: memory only).
+        prompt: Sent as soon as the session is up (``agent-tui "fix the tests"``).
+        pick_session: Open the saved-session picker once the session is up (``-r``).
     """
 
     TITLE = "agent-tui"
@@ -107,6 +113,10 @@ class AgentApp(App[int]):
         # Priority: the prompt's text area binds ctrl+y to redo (super+y still redoes there).
         Binding("ctrl+y", "copy_answer", "Copy answer", show=False, priority=True),
         Binding("ctrl+right_square_bracket", "release_pane", "Give the pane back"),
+        # Priority, so the prompt's own keys (focus back, delete right) do not take them
+        # first; each action passes the key on (SkipAction) where it is not meant.
+        Binding("shift+tab", "cycle_mode", "Cycle approval mode", show=False, priority=True),
+        Binding("ctrl+d", "quit_when_empty", "Quit (empty prompt)", show=False, priority=True),
         Binding("alt+left", "resize_columns(-4)", "Narrower chat", show=False),
         Binding("alt+right", "resize_columns(4)", "Wider chat", show=False),
     ]
@@ -122,6 +132,9 @@ class AgentApp(App[int]):
         cursor_blink: bool = True,
         history_path: Path | None = None,
         frame: float = FRAME_SECONDS,
+        state_path: Path | None = None,
+        prompt: str | None = None,
+        pick_session: bool = False,
     ) -> None:
         super().__init__()
         if session is None and builder is None:
@@ -129,8 +142,9 @@ class AgentApp(App[int]):
         self.builder = builder
         self._wound_down = False
         self._hangup: asyncio.Future[None] | None = None
-        self._queued: list[str] = []
-        """Prompts sent before the session was ready."""
+        self._queued: list[str] = [prompt] if prompt else []
+        """Prompts sent before the session was ready (the command line's first)."""
+        self.pick_session = pick_session
         self.clock = clock
         self.monotonic = monotonic
         self.cursor_blink = cursor_blink
@@ -143,7 +157,9 @@ class AgentApp(App[int]):
         """Re-reads the settings before ``/trust`` starts the session again (set by the CLI)."""
         self.format_time: Callable[[float], str] | None = None
         """How the grants screen shows a time (snapshots pin it to UTC)."""
-        self.theme = "textual-dark"
+        self.themes = ThemeMemory(state_path)
+        remembered = self.themes.load()
+        self.theme = remembered if remembered in self.available_themes else "textual-dark"
         self.attention = Attention(
             self._write_terminal, self._toast, lambda: self.app_focus, monotonic
         )
@@ -263,6 +279,8 @@ class AgentApp(App[int]):
         queued, self._queued = self._queued, []
         for text in queued:
             await self.on_prompt_submitted(PromptSubmitted(text))
+        if self.pick_session:
+            await self.commands.sessions("")
 
     async def switch_session(self, resume: str | None) -> None:
         """``/clear`` (a new session) or ``/resume ID``, on the same backend."""
@@ -318,6 +336,11 @@ class AgentApp(App[int]):
         if stripped.startswith("/") and not stripped.startswith("//"):
             await self.run_slash(stripped)
             return
+        await self.send_text(text)
+
+    async def send_text(self, text: str) -> None:
+        """The person's message to the agent (``!`` runs a command; a turn steers)."""
+        stripped = text.strip()
         if self._session is None:
             self._queued.append(text)
             self.chat.add_notice("starting up: this is sent as soon as the session is ready")
@@ -347,7 +370,7 @@ class AgentApp(App[int]):
         attached = await attach_mentions(text, self.session.read_mentioned)
         for note in attached.notes:
             self.chat.add_notice(note, level="warning")
-        await self.session.submit(attached.text)
+        await self.session.submit(attached.text, images=attached.images)
 
     @work(group="shell", exit_on_error=False, description="a ! command typed by the user")
     async def run_user_shell(self, command: str) -> None:
@@ -380,13 +403,40 @@ class AgentApp(App[int]):
         if self.screen.get_selected_text():
             self.screen.action_copy_text()
             return
-        press = self.ctrl_c.press(busy=self._busy())
+        draft = self.screen is self.screen_stack[0] and bool(self.prompt.text.strip())
+        press = self.ctrl_c.press(busy=self._busy(), draft=draft)
         if press == "cancel":
             self.action_cancel_turn()
+        elif press == "clear":
+            self.prompt.clear()
         elif press == "arm":
             self.notify(QUIT_HINT, timeout=QUIT_WINDOW)
         else:
             await self.action_quit()
+
+    def _on_main_prompt(self) -> bool:
+        return self.screen is self.screen_stack[0] and self.focused is self.prompt
+
+    def action_cycle_mode(self) -> None:
+        """Shift+Tab in the prompt: the next approval mode (``tui.ui.habits``)."""
+        if self._session is None or not self._on_main_prompt() or self.prompt.popup.is_open:
+            raise SkipAction()
+        cycle_mode(self)
+
+    async def action_quit_when_empty(self) -> None:
+        """Ctrl+D on an empty prompt quits; elsewhere the key does what it did."""
+        if not self._on_main_prompt() or self.prompt.text:
+            raise SkipAction()
+        await self.action_quit()
+
+    def watch_theme(self, theme: str) -> None:
+        """Kept for the next start (written off the event loop)."""
+        if self.is_running:
+            self._save_theme(theme)
+
+    @work(group="theme", exclusive=True, exit_on_error=False, description="remember the theme")
+    async def _save_theme(self, theme: str) -> None:
+        await asyncio.to_thread(self.themes.save, theme)
 
     def _busy(self) -> bool:
         """A turn or a ``!`` command is running: Ctrl+C cancels rather than quits."""
@@ -489,6 +539,7 @@ class AgentApp(App[int]):
         if event.state is not WorkerState.ERROR:
             return
         error = event.worker.error
+        log_error(f"worker {event.worker.description!r} failed", error)
         title = getattr(error, "title", None) or f"{event.worker.description or 'worker'} failed"
         message = getattr(error, "msg", None) or f"{type(error).__name__}: {error}"
         self.chat.add_error(str(title), str(message))
@@ -507,6 +558,12 @@ class AgentApp(App[int]):
             await self._wind_down()
         finally:
             os._exit(129)
+
+    def _handle_exception(self, error: Exception) -> None:
+        """An exception nothing caught ends the app (Textual's hook, its version pinned): its
+        traceback goes to the error log first, so a crash leaves more than a screen."""
+        log_error("the app stopped on an unexpected error", error)
+        super()._handle_exception(error)
 
     async def on_unmount(self) -> None:
         await self._wind_down()

@@ -10,20 +10,25 @@ if TYPE_CHECKING:
     from tui.session import AgentSession
 
 
-def no_provider_text(reason: str) -> Text:
-    """What the no-provider banner says: the exact reason, then the ways out."""
+def no_provider_text(reason: str, config_file: str | None = None) -> Text:
+    """What the no-provider banner says: the exact reason, then the ways out (the config
+    file's path among them)."""
     text = Text()
     text.append("No model provider", "bold")
     text.append(" — " + reason.rstrip(".") + ".\n\n")
     text.append("To talk to a model, set one of:\n")
     for label, how, note in (
         ("OpenAI     ", "OPENAI_API_KEY=…", ""),
-        ("Anthropic  ", "ANTHROPIC_API_KEY=…", " and --provider anthropic"),
+        ("Anthropic  ", "ANTHROPIC_API_KEY=…", ""),
         ("local model", "--base-url http://127.0.0.1:11434/v1", ""),
     ):
         text.append(f"  {label}  ", "dim")
         text.append(how, "bold")
         text.append(note + "\n", "dim")
+    if config_file:
+        text.append("  config file  ", "dim")
+        text.append("[provider]", "bold")
+        text.append(f" in {config_file}\n", "dim")
     text.append("\nMeanwhile ")
     text.append("!command", "bold")
     text.append(" runs a shell command through the same approvals, and the pane mirror works.")

@@ -50,6 +50,15 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("tools", "/tools", "every tool: permission, and whether it is loaded or deferred"),
     SlashCommand("cron", "/cron", "the scheduled jobs and their last results"),
     SlashCommand("skills", "/skills", "the skills the agent can load (SKILL.md folders)"),
+    SlashCommand(
+        "undo",
+        "/undo [N | list]",
+        "put back the files the last turn changed (N: rewind to before turn N; list: the turns)",
+    ),
+    SlashCommand("diff", "/diff", "what this session's turns changed in the workspace, as a diff"),
+    SlashCommand("init", "/init", "have the agent look at the repository and write AGENTS.md"),
+    SlashCommand("exit", "/exit", "quit agent-tui (also /quit, ctrl+d on an empty prompt)"),
+    SlashCommand("quit", "/quit", "quit agent-tui"),
 )
 BY_NAME = {command.name: command for command in COMMANDS}
 
@@ -85,7 +94,10 @@ KEYS_HELP = (
     ("up / down", "prompt history, at the first / last line"),
     ("ctrl+r", "search the prompt history"),
     ("esc / ctrl+c", "cancel the running turn and its tools"),
+    ("ctrl+c", "with a draft in the prompt: clear it"),
     ("ctrl+c twice", "quit, when nothing runs (ctrl+c with a selection copies it)"),
+    ("ctrl+d", "quit, on an empty prompt"),
+    ("shift+tab", "next approval mode: ask → auto-edit → read-only"),
     ("ctrl+o", "expand or collapse the latest tool block (enter on a focused block)"),
     ("ctrl+l", "full output of the latest tool block (o on a focused block)"),
     ("ctrl+t", "take the mirrored pane's keyboard; ctrl+] gives it back"),
@@ -101,7 +113,8 @@ def help_markdown() -> str:
     """The ``/help`` text, as Markdown for the chat."""
     lines = ["**Commands**", ""]
     lines += [f"- `{c.usage}` — {c.help}" for c in COMMANDS]
-    lines += ["- `!command` — run a shell command yourself, through the same approvals", ""]
+    lines += ["- `!command` — run a shell command yourself, through the same approvals"]
+    lines += ["- `/NAME` — your own commands and skills (listed below when there are any)", ""]
     lines += ["**Keys**", ""]
     lines += [f"- `{key}` — {what}" for key, what in KEYS_HELP]
     return "\n".join(lines)

@@ -8,6 +8,7 @@ the session through its narrow methods and to the person through the chat.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Protocol, cast
@@ -16,6 +17,9 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from tui.ui.autoapprove import DurationError, format_remaining, parse_duration
 from tui.ui.command_table import COMMANDS, UnknownCommand, help_markdown, parse_slash
+
+MAX_DIFF_LINES = 400
+"""Of ``/diff`` shown in the chat."""
 
 if TYPE_CHECKING:
     from tui.session import AgentSession
@@ -93,6 +97,11 @@ class SlashCommands:
             "tools": self.tools,
             "cron": self.cron,
             "skills": self.skills,
+            "undo": self.undo,
+            "diff": self.diff,
+            "init": self.init,
+            "exit": self.exit,
+            "quit": self.exit,
         }
 
     async def run(self, text: str, *, ready: bool) -> None:
@@ -101,17 +110,74 @@ class SlashCommands:
         try:
             command = parse_slash(text)
         except UnknownCommand as error:
-            chat.add_notice(str(error), level="warning")
+            if not (ready and await self.user_command(text)):
+                held = ready and self.host.session.loaded.trust.pending
+                wait = " (this workspace's own commands and skills wait for /trust)" if held else ""
+                chat.add_notice(f"{error}{wait}", level="warning")
             return
-        if not ready and command.name != "help":
+        if not ready and command.name not in ("help", "exit", "quit"):
             chat.add_notice("starting up: try again in a moment", level="warning")
             return
         result = self._handlers[command.name](command.argument)
         if inspect.isawaitable(result):
             await result
 
-    def help(self, argument: str) -> None:
-        self.host.chat.add_markdown(help_markdown())
+    async def help(self, argument: str) -> None:
+        lines = [help_markdown()]
+        if self.host.session_ready.is_set():
+            own = await self.host.session.slash_commands()
+            if own:
+                lines += ["", "**Your commands and skills**", ""]
+                lines += [
+                    f"- `/{c.name}{' ' + c.argument_hint if c.argument_hint else ''}` — "
+                    f"{c.description} ({c.kind}, {c.source})"
+                    for c in own
+                ]
+        self.host.chat.add_markdown("\n".join(lines))
+
+    async def user_command(self, text: str) -> bool:
+        """``/NAME args``: a command file or a skill, sent as a prompt; False when unknown."""
+        name, _, argument = text.strip()[1:].partition(" ")
+        try:
+            message = await self.host.session.expand_command(name.strip(), argument.strip())
+        except ValueError as error:
+            self.host.chat.add_notice(f"/{name}: {error}", level="warning")
+            return True
+        if message is None:
+            return False
+        await self.host.send_text(message)
+        return True
+
+    async def undo(self, argument: str) -> None:
+        """``/undo [N | list]``: files back as they were before a turn (see
+        ``tui.agent.checkpoints``)."""
+        session = self.host.session
+        if session.loop_running:
+            self.host.chat.add_notice(
+                "wait for the turn to end (or Esc) before /undo", level="warning"
+            )
+            return
+        self.host.chat.add_info("/undo", await session.undo(argument))
+
+    async def diff(self, argument: str) -> None:
+        """``/diff``: the session's changes to the workspace's files."""
+        text = await self.host.session.session_diff()
+        if not text.strip():
+            self.host.chat.add_notice("this session has not changed any files yet")
+            return
+        lines = text.rstrip("\n").split("\n")
+        shown = "\n".join(lines[:MAX_DIFF_LINES])
+        more = len(lines) - MAX_DIFF_LINES
+        note = f"\n\n({more} more lines not shown)" if more > 0 else ""
+        fence = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", shown)), default=0))
+        self.host.chat.add_markdown(f"{fence}diff\n{shown}\n{fence}{note}")
+
+    async def init(self, argument: str) -> None:
+        """``/init``: the agent looks at the repository and writes AGENTS.md."""
+        await self.host.send_text(self.host.session.init_prompt())
+
+    async def exit(self, argument: str) -> None:
+        await self.host.action_quit()
 
     def approve(self, argument: str) -> None:
         chat = self.host.chat

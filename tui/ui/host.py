@@ -43,6 +43,11 @@ class AppHost(Protocol):
     @property
     def session(self) -> AgentSession: ...
 
+    async def send_text(self, text: str) -> None:
+        """Send ``text`` as the person's message (no slash command is read in it)."""
+
+    async def action_quit(self) -> None: ...
+
     def notify(
         self,
         message: str,

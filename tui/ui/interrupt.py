@@ -1,6 +1,7 @@
 """Ctrl+C as people expect it from a terminal agent (Claude Code and Codex behave this way).
 
-During a turn, Ctrl+C cancels it, like Esc. At idle, the first press only arms quitting and
+During a turn, Ctrl+C cancels it, like Esc. At idle with a draft in the prompt, it clears the
+draft (and arms nothing). At idle with an empty prompt, the first press only arms quitting and
 says so; a second press within ``QUIT_WINDOW`` seconds quits. A lone press never quits, so a
 reflex Ctrl+C aimed at a command that just finished does not end the session.
 
@@ -22,7 +23,7 @@ QUIT_WINDOW = 2.0
 
 QUIT_HINT = "Press Ctrl+C again to quit"
 
-Press = Literal["cancel", "arm", "quit"]
+Press = Literal["cancel", "clear", "arm", "quit"]
 
 
 @dataclass
@@ -33,10 +34,13 @@ class CtrlC:
     window: float = QUIT_WINDOW
     _armed_at: float | None = field(default=None, init=False)
 
-    def press(self, *, busy: bool) -> Press:
+    def press(self, *, busy: bool, draft: bool = False) -> Press:
         if busy:
             self._armed_at = None
             return "cancel"
+        if draft:
+            self._armed_at = None
+            return "clear"
         now = self.clock()
         if self._armed_at is not None and now - self._armed_at <= self.window:
             self._armed_at = None

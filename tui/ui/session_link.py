@@ -106,7 +106,8 @@ class SessionLink:
         host.prompt.completion_source = SessionSource(session)
         if session.loop is None:
             reason = session.provider_error or "no model provider is configured"
-            host.chat.add_banner(no_provider_text(reason), warning=True)
+            config = str(session.loaded.user_config_path)
+            host.chat.add_banner(no_provider_text(reason, config), warning=True)
         else:
             host.chat.add_banner(session_text(session))
         for warning in session.warnings:

@@ -19,7 +19,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import httpx
+import httpx2 as httpx
 
 from tui.agent.providers.anthropic_cache import MAX_BREAKPOINTS, cache_conversation, mark
 from tui.agent.providers.base import (

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import httpx
+import httpx2 as httpx
 
 from tui.agent.providers.base import Provider
 from tui.agent.providers.retry import (

@@ -22,7 +22,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import httpx
+import httpx2 as httpx
 
 from tui.agent.providers.base import (
     Completed,

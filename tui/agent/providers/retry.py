@@ -30,7 +30,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 
 from tui.agent.providers.base import ProviderError, ProviderEvent, Retrying, StreamInterrupted
 from tui.agent.providers.context_errors import classify as classify_context_error

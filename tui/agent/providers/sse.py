@@ -19,7 +19,7 @@ import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from dataclasses import dataclass, field
 
-import httpx
+import httpx2 as httpx
 
 __all__ = [
     "SSEDecoder",

@@ -21,7 +21,8 @@ class HookCommand(BaseModel):
     model_config = SECTION
 
     matcher: str = "*"
-    """``*`` for every tool, else a tool name or a regular expression matched in full."""
+    """``*`` (or empty) for every tool, else a tool name or a regular expression matched in
+    full, against our name (``edit_file``) and Claude Code's (``Edit``, ``Edit|Write``)."""
     command: str
     """The shell command; it receives the call as JSON on stdin."""
     timeout: float = Field(default=30, gt=0)
@@ -31,7 +32,7 @@ class HookCommand(BaseModel):
     @classmethod
     def _matcher_compiles(cls, value: str) -> str:
         """Catch a bad regex at start-up rather than on the first tool call."""
-        if value != "*":
+        if value not in ("*", ""):
             try:
                 re.compile(value)
             except re.error as exc:
@@ -39,7 +40,9 @@ class HookCommand(BaseModel):
         return value
 
     def matches(self, tool_name: str) -> bool:
-        return self.matcher == "*" or re.fullmatch(self.matcher, tool_name) is not None
+        if self.matcher in ("*", ""):
+            return True
+        return re.fullmatch(self.matcher, tool_name) is not None
 
 
 class HooksSettings(BaseModel):

@@ -31,6 +31,7 @@ CONTROL_NAMES = (
     ".gitmodules",
     ".agent-tui",
     ".claude",
+    ".agents",
     ".git/hooks",
     ".git/config",
     ".git/config.worktree",

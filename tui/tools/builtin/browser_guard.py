@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
-import httpx
+import httpx2 as httpx
 
 from tui.errors import PermissionDenied
 from tui.security.hosts import HostPolicy

@@ -29,6 +29,11 @@ def user_skills_dir() -> Path:
     return config_dir() / "skills"
 
 
+def claude_skills_dir() -> Path:
+    """The person's Claude Code skills, offered too."""
+    return Path.home() / ".claude" / "skills"
+
+
 def builtin_tools(
     backend: ExecutionBackend | None = None,
     workspace: Path | None = None,
@@ -51,7 +56,7 @@ def builtin_tools(
         *notebook_tools(),
         *python_repl_tools(),
     ]
-    tools.extend(skill_tools(workspace, user_skills_dir()))
+    tools.extend(skill_tools(workspace, user_skills_dir(), (claude_skills_dir(),)))
     if backend is not None and backend.SUPPORTS_TMUX:
         from tui.tools.builtin.tmux import tmux_tools
 

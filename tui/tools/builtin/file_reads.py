@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tui.errors import InvalidArguments
+from tui.image_info import image_info
 from tui.tools.builtin.file_io import human_size, plural, split_lines
 from tui.tools.result import ContentPart, ImageContent, ToolResult
 
@@ -120,8 +121,10 @@ def image_result(data: bytes, mime: str, name: str, details: dict[str, Any]) -> 
             f"{human_size(MAX_IMAGE_BYTES)} limit for returning images; it is not shown.",
             dict(details, image=True),
         )
+    info = image_info(data)
+    pixels = f"{info.width}x{info.height} px, " if info and info.width and info.height else ""
     content: list[ContentPart] = [
-        f"{name}: image ({mime}, {human_size(len(data))})",
+        f"{name}: image ({mime}, {pixels}{human_size(len(data))})",
         ImageContent(base64.b64encode(data).decode("ascii"), mime),
     ]
     return ToolResult(content, dict(details, image=True, mime_type=mime))

@@ -7,8 +7,10 @@ and loads a skill's full instructions when a task calls for it.
 
 Why it is built this way:
 
-* Skills are looked up in the workspace first (``.agent-tui/skills``, then ``.claude/skills``)
-  and then in the user's folder, so a project can override a personal skill of the same name.
+* Skills are looked up in the workspace first (``.agent-tui/skills``, ``.claude/skills``, then
+  ``.agents/skills``) and then in the person's folders (agent-tui's, then ``~/.claude/skills``),
+  so a project can override a personal skill of the same name. The session passes the
+  workspace only once it is trusted (``tui.security.workspace_prompts``).
 * They are scanned again on every call: a skill written during the session loads at once.
 * A broken ``SKILL.md`` (bad YAML, no description, unreadable) is skipped and reported in
   ``problems``; one bad folder never hides the others or breaks the tool.
@@ -29,6 +31,7 @@ from pydantic import Field
 from tui.errors import NotFound, PermissionDenied
 from tui.security.permissions import PermissionMode
 from tui.security.prompt_files import default_guard, prompt_file_refusal
+from tui.security.workspace_prompts import SKILL_DIRS
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
@@ -100,14 +103,16 @@ class SkillFileError(Exception):
     """A SKILL.md that cannot be used, with the reason in words."""
 
 
-def skill_roots(workspace: Path | None, user_dir: Path) -> list[tuple[Path, str]]:
+def skill_roots(
+    workspace: Path | None, user_dir: Path, more_user_dirs: tuple[Path, ...] = ()
+) -> list[tuple[Path, str]]:
     """The folders holding skill folders, highest precedence first (``workspace`` None: a
-    workspace on another machine, whose folders are not readable here)."""
+    workspace on another machine, whose folders are not readable here, or not trusted)."""
     roots: list[tuple[Path, str]] = []
     if workspace is not None:
-        roots.append((workspace / ".agent-tui" / "skills", "workspace"))
-        roots.append((workspace / ".claude" / "skills", "workspace"))
+        roots.extend((workspace / relative, "workspace") for relative in SKILL_DIRS)
     roots.append((user_dir, "user"))
+    roots.extend((folder, "user") for folder in more_user_dirs)
     return roots
 
 
@@ -151,7 +156,9 @@ def read_skill_text(path: Path) -> str:
         raise SkillFileError(f"cannot read it ({error.strerror or error})") from None
 
 
-def list_skills(workspace: Path | None, user_dir: Path) -> SkillScan:
+def list_skills(
+    workspace: Path | None, user_dir: Path, more_user_dirs: tuple[Path, ...] = ()
+) -> SkillScan:
     """Scan every skill root; the first skill of a name wins (the workspace over the user).
 
     Blocking (it reads files): call it from a worker thread in async code.
@@ -161,7 +168,7 @@ def list_skills(workspace: Path | None, user_dir: Path) -> SkillScan:
     # Descriptions go into the tool's description, so into every request: the same screen
     # as any file read into the prompt (a SKILL.md linked to a key or into /proc is skipped).
     guard = default_guard(workspace or user_dir)
-    for root, source in skill_roots(workspace, user_dir):
+    for root, source in skill_roots(workspace, user_dir, more_user_dirs):
         try:
             folders = sorted(entry for entry in root.iterdir() if entry.is_dir())
         except OSError:
@@ -239,10 +246,13 @@ class SkillTool(Tool[SkillParams]):
     truncation = TruncationRule.head(30000)
     aliases: ClassVar[dict[str, str]] = {"skill": "name", "skill_name": "name"}
 
-    def __init__(self, workspace: Path | None, user_dir: Path) -> None:
+    def __init__(
+        self, workspace: Path | None, user_dir: Path, more_user_dirs: tuple[Path, ...] = ()
+    ) -> None:
         self.workspace = workspace
         self.user_dir = user_dir
-        initial = list_skills(workspace, user_dir)
+        self.more_user_dirs = more_user_dirs
+        initial = list_skills(workspace, user_dir, more_user_dirs)
         self.problems: list[str] = initial.problems
         """What could not be loaded when the tool was made (for a warning at startup)."""
         self.description = self._describe(initial)  # type: ignore[misc]
@@ -254,8 +264,8 @@ class SkillTool(Tool[SkillParams]):
         else:
             listing = (
                 "(none installed right now. A skill is a folder with a SKILL.md in "
-                "<workspace>/.agent-tui/skills/, <workspace>/.claude/skills/ or "
-                f"{self.user_dir}/)"
+                "<workspace>/.agent-tui/skills/, .claude/skills/, .agents/skills/, "
+                f"{self.user_dir}/ or ~/.claude/skills/)"
             )
             example = "pdf-forms"
         return f"""Load a skill: expert instructions (and helper files) for one kind of task.
@@ -275,7 +285,9 @@ Examples: {{"name": "{example}"}}"""
         return ToolAccess(permission=PermissionMode.READ_ONLY, subject=params.name, acting=False)
 
     async def execute(self, params: SkillParams, ctx: ToolContext) -> ToolResult:
-        scan = await asyncio.to_thread(list_skills, self.workspace, self.user_dir)
+        scan = await asyncio.to_thread(
+            list_skills, self.workspace, self.user_dir, self.more_user_dirs
+        )
         skill = scan.get(params.name)
         if skill is None:
             raise NotFound(self._unknown(params.name, scan))
@@ -340,6 +352,9 @@ Examples: {{"name": "{example}"}}"""
         return text
 
 
-def skill_tools(workspace: Path | None, user_dir: Path) -> list[Tool[Any]]:
-    """The skill tool for a workspace; ``user_dir`` is normally ``config_dir() / "skills"``."""
-    return [SkillTool(workspace, user_dir)]
+def skill_tools(
+    workspace: Path | None, user_dir: Path, more_user_dirs: tuple[Path, ...] = ()
+) -> list[Tool[Any]]:
+    """The skill tool for a workspace; ``user_dir`` is normally ``config_dir() / "skills"``,
+    ``more_user_dirs`` ``~/.claude/skills``."""
+    return [SkillTool(workspace, user_dir, more_user_dirs)]

@@ -13,7 +13,7 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
-import httpx
+import httpx2 as httpx
 
 from tui.errors import ExecutionFailed, InvalidArguments
 from tui.security.hosts import HostPolicy

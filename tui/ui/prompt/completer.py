@@ -33,7 +33,8 @@ KNOWN_MODELS: dict[str, tuple[str, ...]] = {
 async def choices_for(word: Word, source: ArgumentSource | None) -> list[Choice]:
     """Ranked choices for ``word``; empty when nothing fits (the popup then closes)."""
     if word.kind == "command":
-        return rank(word.query, command_choices())
+        own = await source.commands() if source is not None else []
+        return rank(word.query, [*command_choices(), *own])
     if word.kind == "argument":
         fixed = FIXED_ARGUMENTS.get(word.command)
         found = list(fixed) if fixed else []
@@ -58,6 +59,11 @@ class SessionSource:
 
     def forget(self) -> None:
         self.files.forget()
+
+    async def commands(self) -> list[Choice]:
+        """The person's and the (trusted) workspace's commands and skills, as ``/NAME``."""
+        found = await self.session.slash_commands()
+        return [Choice(f"/{c.name}", f"/{c.name} ", c.description or c.kind) for c in found]
 
     async def arguments(self, command: str) -> list[Choice]:
         if command == "model":

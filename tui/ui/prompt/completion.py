@@ -154,6 +154,10 @@ class ArgumentSource(Protocol):
 
     async def arguments(self, command: str) -> list[Choice]: ...
 
+    async def commands(self) -> list[Choice]:
+        """The session's own slash commands (command files and skills)."""
+        ...
+
     async def paths(self) -> list[str]: ...
 
     def forget(self) -> None:

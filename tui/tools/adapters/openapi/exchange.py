@@ -12,7 +12,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import httpx
+import httpx2 as httpx
 
 from tui.errors import ExecutionFailed, InvalidArguments
 from tui.tools.adapters.openapi.auth import redact

@@ -21,10 +21,12 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 import yaml  # type: ignore[import-untyped]
 
 from tui.errors import AgentTuiError
+from tui.tools.netguard import proxy_for
+from tui.tools.tls import tls_context
 
 MAX_SPEC_BYTES = 10 * 1024 * 1024
 """A spec larger than this is refused (the biggest public API descriptions are ~8 MB)."""
@@ -129,7 +131,12 @@ async def _fetch(url: str, timeout: float) -> str:
         async with (
             asyncio.timeout(timeout),
             httpx.AsyncClient(
-                follow_redirects=True, max_redirects=5, timeout=limits, trust_env=False
+                follow_redirects=True,
+                max_redirects=5,
+                timeout=limits,
+                trust_env=False,  # no .netrc credentials sent along
+                verify=await tls_context(),  # the system's CAs
+                proxy=proxy_for(httpx.URL(url)),  # the environment's proxy, as curl reads it
             ) as client,
             client.stream(
                 "GET", url, headers={"Accept": "application/yaml, application/json"}
