@@ -65,8 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--ssh",
         metavar="USER@HOST[:PORT]",
-        help="run commands on this host (or ~/.ssh/config alias)",
+        action="append",
+        help="run commands on this host (or ssh config alias); several times: on a fleet",
     )
+    inventory = "a fleet of an Ansible inventory's hosts (no FILE: [fleet] inventory)"
+    parser.add_argument("--inventory", metavar="FILE", nargs="?", const="", help=inventory)
+    parser.add_argument("--limit", metavar="PATTERN", help="only the fleet's hosts it selects")
     parser.add_argument("--container", metavar="NAME", help="run commands in this container")
     parser.add_argument(
         "--tmux",
@@ -118,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from tui.security.own_environ import hold_provider_keys, warn
 
     warn(hold_provider_keys())  # before any child exists: none may read the model's key
-    remote = bool(getattr(args, "ssh", None) or getattr(args, "container", None))
+    remote = is_remote(args)
     workspace = args.workspace if remote and args.workspace else (args.workspace or Path.cwd())
     workspace = workspace if remote else workspace.resolve()
     if not remote and not workspace.is_dir():
@@ -137,6 +141,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
         return asyncio.run(run_headless(workspace, prompt, args))
     return run_app(workspace, args)
+
+
+def is_remote(args: argparse.Namespace) -> bool:
+    """Commands run elsewhere: ``--workspace`` then names a folder there."""
+    given = getattr(args, "inventory", None) is not None
+    return given or any(getattr(args, n, None) for n in ("ssh", "container"))
 
 
 def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
@@ -196,21 +206,20 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
     from tui.config import ConfigError
     from tui.events import Notice
     from tui.exec.backend import BackendError
+    from tui.fleet_target import open_chosen, target_choice
     from tui.headless import HeadlessPrinter
     from tui.session import describe_outcome
-    from tui.targets import TargetChoice, open_target
     from tui.tools.structured_output import JsonSchemaError
     from tui.wiring import build_session
 
     try:
         # A remote workspace names a folder there: settings come from this machine's cwd.
-        remote = bool(args.ssh or args.container)
-        loaded = load(Path.cwd() if remote else workspace, args)
+        loaded = load(Path.cwd() if is_remote(args) else workspace, args)
     except ConfigError as error:
         return fail(error.msg, EXIT_USAGE)
-    choice = TargetChoice(ssh=args.ssh, container=args.container, tmux=args.tmux)
     try:
-        target = await open_target(choice, loaded.settings, workspace, interactive=False)
+        choice = target_choice(args, args.tmux)
+        target = await open_chosen(choice, loaded.settings, workspace, interactive=False)
     except BackendError as error:
         return fail(error.msg, EXIT_FAILED)
     workspace = target.workspace
@@ -229,6 +238,7 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
             sandbox=target.sandbox,
             commands=target.commands,
             unsandboxed=target.unsandboxed,
+            fleet=target.fleet,
         )
     except (SessionNotFound, JsonSchemaError) as error:
         await target.backend.close()
@@ -340,9 +350,8 @@ class AppSessions:
         from tui.session import StartupError
 
         args = self.args
-        remote = bool(getattr(args, "ssh", None) or getattr(args, "container", None))
         try:
-            return load(Path.cwd() if remote else self.workspace, args)
+            return load(Path.cwd() if is_remote(args) else self.workspace, args)
         except ConfigError as error:
             raise StartupError(error.msg) from None
 
@@ -365,18 +374,14 @@ class AppSessions:
         self.loaded = loaded
         from tui.agent.transcript import SessionNotFound
         from tui.exec.backend import BackendError
-        from tui.targets import TargetChoice, open_target
+        from tui.fleet_target import open_chosen, target_choice
         from tui.tools.structured_output import JsonSchemaError
         from tui.wiring import build_session
 
         args = self.args
-        choice = TargetChoice(
-            ssh=getattr(args, "ssh", None),
-            container=getattr(args, "container", None),
-            tmux=getattr(args, "tmux", None),
-        )
+        choice = target_choice(args, getattr(args, "tmux", None))
         try:
-            target = await open_target(choice, loaded.settings, self.workspace, interactive=True)
+            target = await open_chosen(choice, loaded.settings, self.workspace, interactive=True)
         except BackendError as error:
             raise StartupError(error.msg, exit_code=1) from None
         self._target = target
@@ -392,6 +397,7 @@ class AppSessions:
                 sandbox=target.sandbox,
                 commands=target.commands,
                 unsandboxed=target.unsandboxed,
+                fleet=target.fleet,
             )
         except (SessionNotFound, JsonSchemaError) as error:
             await target.backend.close()
@@ -418,6 +424,7 @@ class AppSessions:
             sandbox=target.sandbox,
             commands=target.commands,
             unsandboxed=target.unsandboxed,
+            fleet=target.fleet,
         )
 
 
@@ -440,12 +447,11 @@ async def cli_target(workspace: Path, args: argparse.Namespace) -> tuple[LoadedS
         ConfigError: bad settings.
         BackendError: the target cannot be reached (the command then refuses, saying why).
     """
-    from tui.targets import TargetChoice, open_target
+    from tui.fleet_target import open_chosen, target_choice
 
-    remote = bool(args.ssh or args.container)
-    loaded = load(Path.cwd() if remote else workspace, args)
-    choice = TargetChoice(ssh=args.ssh, container=args.container, tmux=bool(args.tmux))
-    return loaded, await open_target(choice, loaded.settings, workspace, interactive=False)
+    loaded = load(Path.cwd() if is_remote(args) else workspace, args)
+    choice = target_choice(args, bool(args.tmux))
+    return loaded, await open_chosen(choice, loaded.settings, workspace, interactive=False)
 
 
 def cli_tools(loaded: LoadedSettings, target: Target) -> list[Tool[Any]]:

@@ -36,6 +36,7 @@ from tui.tools.registry import ToolRegistry
 from tui.views import GrantList, SessionInfo
 
 if TYPE_CHECKING:
+    from tui.exec.fleet.fleet import Fleet
     from tui.exec.sandbox.sandbox import Sandbox
     from tui.exec.tmux.mirror import PaneMirror
 
@@ -87,6 +88,8 @@ class AgentSession:
     """The ``PaneMirror`` publishing frames of the agent's tmux pane, while the app shows it."""
     sandbox: Sandbox | None = None
     """This machine's sandbox (commands on a local target, hooks and MCP servers)."""
+    fleet: Fleet | None = None
+    """Every host, when the session's commands run on a fleet (``tui.session_fleet``)."""
     _mode_change: asyncio.Task[None] | None = None
 
     async def start_extensions(self) -> None:
@@ -385,6 +388,8 @@ class AgentSession:
             except Exception as error:  # one tool failing to close must not stop the rest
                 self.bus.publish(Notice(message=f"closing {tool.name}: {error}", level="warning"))
         await self.backend.close()
+        if self.fleet is not None:
+            await self.fleet.close()
         if self.sandbox is not None:
             await self.sandbox.close()
         self.transcript.close()
