@@ -63,7 +63,9 @@ async def load_inventory(choice: TargetChoice, settings: Settings) -> tuple[Inve
             target = SSHTarget.parse(text)
         except ValueError as error:
             raise BackendError(str(error)) from None
-        name = target.host if target.port is None else f"{target.host}:{target.port}"
+        # The host is its name, as people say it; a second port on it is told apart.
+        taken = {host.name for host in hosts}
+        name = target.host if target.host not in taken else f"{target.host}:{target.port}"
         hosts.append(InventoryHost(name, target.host, target.port, target.user, ("ungrouped",)))
     inventory = Inventory.from_hosts(hosts)
     for group, members in groups.items():
