@@ -33,13 +33,13 @@ ALIASED = {"db3", "db4"}
 INVENTORY = """\
 # The fleet of the tests: ranges, groups, children, group vars.
 [web]
-web[01:12]
+{web}
 
 [db]
-db[1:4]
+{db}
 
 [cache]
-cache-[a:d]
+{cache}
 
 [prod:children]
 web
@@ -156,7 +156,18 @@ def _write_files(lab: FleetLab) -> None:
     lab.known_hosts.write_text(known_hosts_lines(lab, list(lab.servers)))
     folder = lab.inventory.parent
     (folder / "host_vars").mkdir(parents=True)
-    lab.inventory.write_text(INVENTORY.format(user=DEFAULT_USER))
+    started = set(lab.servers)
+    web = len([n for n in WEB if n in started])
+    db = len([n for n in DB if n in started])
+    cache = "abcd"[: len([n for n in CACHE if n in started])]
+    lab.inventory.write_text(
+        INVENTORY.format(
+            user=DEFAULT_USER,
+            web=f"web[01:{web:02d}]" if web else "",
+            db=f"db[1:{db}]" if db else "",
+            cache=f"cache-[a:{cache[-1]}]" if cache else "",
+        )
+    )
     aliases = []
     for name, server in lab.servers.items():
         if name in ALIASED:

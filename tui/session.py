@@ -89,8 +89,11 @@ class AgentSession:
     sandbox: Sandbox | None = None
     """This machine's sandbox (commands on a local target, hooks and MCP servers)."""
     fleet: Fleet | None = None
-    """Every host, when the session's commands run on a fleet (``tui.session_fleet``)."""
+    """Every host, when the session's commands run on a fleet (``tui.exec.fleet``)."""
+    fleet_pumps: dict[str, PaneMirror] = field(default_factory=dict)
+    """A pane mirror per fleet host with tmux (the default host's is ``pane_pump``)."""
     _mode_change: asyncio.Task[None] | None = None
+    _background: set[asyncio.Future[None]] = field(default_factory=set)
 
     async def start_extensions(self) -> None:
         """Start MCP servers and load OpenAPI specs (never raises; problems are notices)."""
@@ -361,6 +364,69 @@ class AgentSession:
         if pump is not None:
             await pump.close()
 
+    # -- a fleet: the host list and a mirror per host -------------------------------------------
+
+    @property
+    def fleet_hosts(self) -> list[str]:
+        """The fleet's hosts in inventory order (empty: one target)."""
+        return list(self.fleet.inventory.hosts) if self.fleet is not None else []
+
+    @property
+    def default_host(self) -> str | None:
+        return self.fleet.default_host if self.fleet is not None else None
+
+    def announce_fleet(self) -> None:
+        """Publish every host's state now (a host list that starts listening after them)."""
+        if self.fleet is not None:
+            self.fleet.publish = self.bus.publish
+            self.fleet.announce()
+
+    async def start_fleet_mirrors(self) -> None:
+        """Frames of every fleet host's tmux pane, each host's as it opens."""
+        fleet = self.fleet
+        if fleet is None:
+            return
+        for name in fleet.links:
+            opened = fleet.opened(name)
+            if opened is not None:
+                await self._start_host_mirror(name, opened.backend)
+        fleet.on_opened = lambda name, opened: self._later(
+            self._start_host_mirror(name, opened.backend)
+        )
+
+    def _later(self, work: Awaitable[None]) -> None:
+        """Run ``work`` beside the caller (a host opened inside a call): kept until done."""
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _start_host_mirror(self, name: str, backend: ExecutionBackend) -> None:
+        from tui.exec.tmux.backend import TmuxBackend
+        from tui.exec.tmux.mirror import PaneMirror
+
+        if name == self.default_host or name in self.fleet_pumps:
+            return  # the default host's frames come from ``pane_pump``
+        if not isinstance(backend, TmuxBackend):
+            return
+        pump = PaneMirror(backend, self.bus.publish, max_rate=10.0)
+        self.fleet_pumps[name] = pump
+        await pump.start()
+
+    def pane_keyboard(self, host: str | None) -> ExecutionBackend:
+        """Where the person's keys go for ``host``'s pane (None: the default target)."""
+        if self.fleet is not None and host is not None:
+            opened = self.fleet.opened(host)
+            if opened is not None:
+                return opened.backend
+        return self.backend
+
+    async def stop_fleet_mirrors(self) -> None:
+        pumps, self.fleet_pumps = self.fleet_pumps, {}
+        if self.fleet is not None:
+            self.fleet.on_opened = None
+        for pump in pumps.values():
+            await pump.close()
+
     async def close_keeping_backend(self) -> None:
         """Let go of this session for the next one on the same backend (``/clear``)."""
         if self.provider is not None:
@@ -387,6 +453,7 @@ class AgentSession:
                 await closer()
             except Exception as error:  # one tool failing to close must not stop the rest
                 self.bus.publish(Notice(message=f"closing {tool.name}: {error}", level="warning"))
+        await self.stop_fleet_mirrors()
         await self.backend.close()
         if self.fleet is not None:
             await self.fleet.close()

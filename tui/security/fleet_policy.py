@@ -62,6 +62,8 @@ class FanoutPlan:
     """What the policy decided for a fan-out, host by host, in inventory order."""
 
     pattern: str
+    order: list[str] = field(default_factory=list)
+    """Every host the pattern chose, in inventory order."""
     run: dict[str, HostPlan] = field(default_factory=dict)
     refused: dict[str, str] = field(default_factory=dict)
     """Hosts chosen by the pattern that do not run it, and why."""
@@ -243,7 +245,7 @@ class FleetPolicy(SecurityPolicy):
                 f"the host pattern {pattern!r} matches no host (groups: {groups or 'none'}; "
                 "'all' is every host)"
             )
-        plan = FanoutPlan(pattern)
+        plan = FanoutPlan(pattern, order=names)
         for name in names:
             if self.fleet_rules.of(name).blocked:
                 plan.refused[name] = f"blocked ({self.fleet_rules.describe(name)}): never touched"

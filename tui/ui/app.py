@@ -41,6 +41,9 @@ from tui.ui.chat.panel import ChatPanel
 from tui.ui.chat.todo import TodoList
 from tui.ui.commands import SlashCommandProvider, SlashCommands
 from tui.ui.control_filter import ControlFilter
+from tui.ui.fleet.control import FOCUS_KEY, FleetView
+from tui.ui.fleet.grid import HostCell
+from tui.ui.fleet.hosts import HostList
 from tui.ui.interrupt import QUIT_HINT, QUIT_WINDOW, CtrlC
 from tui.ui.messages import BusBatch, PromptSubmitted, ToolBlockAction
 from tui.ui.mirror.messages import PaneKeys, PaneRelease
@@ -66,7 +69,15 @@ if TYPE_CHECKING:
     from tui.ui.autoapprove import AutoApprove
     from tui.views import TrustView
 
-STYLES = ("app.tcss", "chat.tcss", "tools.tcss", "mirror.tcss", "status.tcss", "prompt.tcss")
+STYLES = (
+    "app.tcss",
+    "chat.tcss",
+    "tools.tcss",
+    "mirror.tcss",
+    "status.tcss",
+    "prompt.tcss",
+    "fleet.tcss",
+)
 
 
 class AgentApp(App[int]):
@@ -95,6 +106,8 @@ class AgentApp(App[int]):
         # still copied (see ``action_interrupt``).
         Binding("ctrl+c", "interrupt", "Cancel / quit", show=False, priority=True),
         Binding("ctrl+t", "take_pane", "Take pane"),
+        # Priority: the prompt's text area binds f7 (select all) for itself.
+        Binding(FOCUS_KEY, "focus_host", "Host / grid", show=False, priority=True),
         Binding("f4", "toggle_mirror", "Mirror"),
         # Priority: the prompt's text area would take f6 (select line) for itself.
         Binding(ZOOM_KEY, "zoom_mirror", "Zoom", priority=True),
@@ -195,6 +208,7 @@ class AgentApp(App[int]):
         )
         self.todo = TodoList(id="todo")
         self.tools = ToolPanel(id="tools", clock_ms=lambda: self.clock() * 1000)
+        self.hosts = HostList(id="hosts")
         self.mirror = MirrorPanel(id="mirror")
         self.status = StatusBar(id="status")
         with Horizontal(id="main"):
@@ -205,7 +219,9 @@ class AgentApp(App[int]):
                 yield self.prompt
             with Vertical(id="right"):
                 yield PanelTabs(id="panel-tabs")
-                yield self.tools
+                with Horizontal(id="tools-row"):
+                    yield self.tools
+                    yield self.hosts
                 yield self.mirror
         yield self.status
         yield Footer()
@@ -217,6 +233,7 @@ class AgentApp(App[int]):
             self.query_one(PanelTabs),
             self.mirror,
         )
+        self.fleet = FleetView(self, self.panes, self.hosts, self.query_one("#right"))
         self.panels.fit(self.size.width)
         self.set_interval(1.0, self._tick)
         self.prompt.focus()
@@ -439,6 +456,14 @@ class AgentApp(App[int]):
 
     def action_take_pane(self) -> None:
         self.panes.take()
+
+    def action_focus_host(self) -> None:
+        """A fleet: the highlighted host's pane full-size, or back to the grid of hosts."""
+        self.fleet.toggle()
+
+    @on(HostCell.Chosen)
+    def _host_chosen(self, message: HostCell.Chosen) -> None:
+        self.fleet.choose(message.host)
 
     def action_release_pane(self) -> None:
         self.panes.release()

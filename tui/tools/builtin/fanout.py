@@ -102,10 +102,11 @@ async def run_fanout(
     assert plan is not None
     width = max(len(name) for name in [*plan.run, *plan.refused])
     update = _updater(ctx)
-    for name, reason in plan.refused.items():
-        update(name, "refused", output=reason)
-    for name, host in plan.run.items():
-        update(name, "queued", sandbox=host.sandbox)
+    for name in plan.order or [*plan.run, *plan.refused]:
+        if name in plan.run:
+            update(name, "queued", sandbox=plan.run[name].sandbox)
+        elif name in plan.refused:
+            update(name, "refused", output=plan.refused[name])
     started = time.perf_counter()
     outcomes = await asyncio.gather(
         *(
