@@ -86,6 +86,11 @@ async def load_inventory(choice: TargetChoice, settings: Settings) -> tuple[Inve
     return inventory, said
 
 
+def _socket_word(name: str) -> str:
+    """A host name as a tmux socket name's tail (letters, digits, ``-``, ``_``, ``.``)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:40]
+
+
 def _restricted(inventory: Inventory, names: list[str]) -> Inventory:
     keep = set(names)
     return Inventory(
@@ -141,7 +146,10 @@ async def open_fleet_host(
         closers: list[Callable[[], Awaitable[Any]]] = [ssh.close, box.close]
         notices: list[str] = []
         if tmux and await has_tmux(ssh):
-            backend = await open_tmux(ssh, settings, where, notices)
+            # Each host its own tmux server: two inventory names may be one machine, and
+            # their sessions (one workspace) must not meet as each other's leftovers.
+            suffix = "" if not own_tmux else "-" + _socket_word(host.name)
+            backend = await open_tmux(ssh, settings, where, notices, socket_suffix=suffix)
             if own_tmux:
                 closers.insert(0, backend.close)
     except BaseException:

@@ -209,6 +209,15 @@ class TerminalApprover:
             f"approval mode {self.mode}: this call needs your yes"
         )
         lines.append(f"  asks because: {one_line(reason, limit)}")
+        for state, words in (("ask", "asks on"), ("allowed", "runs unasked on")):
+            names = [h.name for h in request.hosts if h.state == state]
+            if names:  # a fan-out: y allows it on every host that asks
+                lines.append(f"  {words} {len(names)} host(s): {one_line(', '.join(names))}")
+        lines.extend(
+            f"  not run on {h.name}: {one_line(h.reason, limit)}"
+            for h in request.hosts
+            if h.state == "refused"
+        )
         if request.command is None:
             shown = {k: v for k, v in request.arguments.items() if k not in DIFF_REPLACES}
             arguments = shown if request.diff is not None else request.arguments

@@ -181,14 +181,21 @@ async def open_target(
 
 
 async def open_tmux(
-    host: ExecutionBackend, settings: Settings, workspace: Path, notices: list[str]
+    host: ExecutionBackend,
+    settings: Settings,
+    workspace: Path,
+    notices: list[str],
+    *,
+    socket_suffix: str = "",
 ) -> ExecutionBackend:
-    """The agent's tmux session on ``host`` (its own per instance, or the one configured)."""
+    """The agent's tmux session on ``host`` (its own per instance, or the one configured);
+    ``socket_suffix`` gives a fleet host a tmux server of its own (two inventory names can be
+    one machine)."""
     from tui.exec.tmux import lifecycle
     from tui.exec.tmux.backend import TmuxBackend
 
     tmux = settings.tmux
-    socket_name = tmux.socket_name or "agent-tui"
+    socket_name = (tmux.socket_name or "agent-tui") + socket_suffix
     # The panes' shells live on past any one command: give them the reduced environment,
     # never this process's own (API keys must not reach the shared shell).
     env = reduced_environment(settings.security.env_allowlist, settings.security.env_passthrough)

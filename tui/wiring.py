@@ -22,7 +22,7 @@ from tui.agent.subagent import SubAgentTool
 from tui.agent.transcript import SessionStore, Transcript
 from tui.bus import EventBus
 from tui.config import LoadedSettings, Settings
-from tui.events import Event, Notice, PaneSnapshot
+from tui.events import Event, FleetHostState, Notice, PaneSnapshot
 from tui.exec.backend import ExecutionBackend
 from tui.exec.local import LocalBackend
 from tui.exec.sandbox.sandbox import Sandbox
@@ -401,9 +401,10 @@ def schema_path(loaded: LoadedSettings, workspace: Path) -> Path:
 
 
 def _record(transcript: Transcript, event: Event) -> None:
-    """Everything but pane screens goes to the transcript: those are a live view, up to 30 a
-    second, and the commands' own output is already recorded."""
-    if not isinstance(event, PaneSnapshot):
+    """Everything but pane screens and fleet host states goes to the transcript: those are a
+    live view (up to 30 frames a second, a host state per command per host), and the
+    commands' own output and each host's part of a fan-out are already recorded."""
+    if not isinstance(event, PaneSnapshot | FleetHostState):
         transcript.append_event(event)
 
 

@@ -74,7 +74,9 @@ class HostList(Static):
             if state.running:
                 text.append(f"\n    $ {one_line(state.running, 60)}", "cyan")
             elif kind == "unreachable" and state.detail:
-                text.append(f"\n    {one_line(state.detail, 60)}", "dim red")
+                detail = " ".join(state.detail.split())
+                short = detail if len(detail) <= 24 else detail[:23] + "…"
+                text.append(f"\n    {short}", "dim red")
         self.update(text)
         shown = " · ".join(f"{count} {kind}" for kind, count in counts.items())
         self.border_subtitle = shown
