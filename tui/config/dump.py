@@ -91,7 +91,12 @@ _SECTION_EXTRAS: dict[str, list[str]] = {
 }
 
 
-_DUMP_SKIP: set[KeyPath] = {("approval", "grants"), ("mcp", "servers")}
+_DUMP_SKIP: set[KeyPath] = {
+    ("approval", "grants"),
+    ("mcp", "servers"),
+    ("fleet", "groups"),
+    ("fleet", "hosts"),
+}
 
 
 def dump_default_config() -> str:
