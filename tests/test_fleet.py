@@ -412,7 +412,7 @@ async def test_forks_bounds_the_hosts_worked_on_at_once(
     assert running
 
 
-# -- file tools on a host ------------------------------------------------------------------
+# -- file tools on a host, modes per group, a host the kernel does not guard -------------
 
 
 async def test_file_tools_act_on_the_host_they_name(
@@ -431,3 +431,32 @@ async def test_file_tools_act_on_the_host_they_name(
     assert started[0].actor == "ssh:db2" and started[1].actor == "ssh:cache-d"
     unknown = await side.call("read_file", {"path": "x", "host": "nowhere"})
     assert unknown.is_error and "no host named 'nowhere'" in unknown.text
+
+
+async def test_staging_edits_unasked_while_prod_asks(
+    open_fleet_session: Callable[..., Awaitable[Fleetside]],
+) -> None:
+    async def yes(request: ApprovalRequested) -> ApprovalAnswer:
+        return ApprovalAnswer.allow_once()
+
+    config = '[fleet.groups.staging]\napproval_mode = "auto-edit"\n'
+    side = await open_fleet_session(config, yes, mode="ask")
+    await _clean_workspace(side)
+    edit = {"path": "notes/staging.txt", "content": "x\n"}
+    assert not (await side.call("write_file", {**edit, "host": "cache-b"})).is_error
+    assert side.asked == []  # auto-edit on staging: a file edit in the workspace runs unasked
+    assert not (await side.call("write_file", {**edit, "host": "web04"})).is_error
+    assert len(side.asked) == 1 and side.asked[0].actor == "ssh:web04"
+    assert "ask mode" in side.asked[0].reason
+
+
+async def test_without_a_sandbox_every_host_says_only_the_rater_decides(
+    open_fleet_session: Callable[..., Awaitable[Fleetside]],
+) -> None:
+    side = await open_fleet_session('[sandbox]\nmode = "off"\n')
+    result = await side.call("run_shell", {"command": "echo plain", "hosts": "cache"})
+    assert "(4 hosts): exit 0" in result.text
+    states = {e.host: e for e in side.events if isinstance(e, FleetHostState)}
+    assert {states[name].guard for name in CACHE} == {"rater"}
+    queued = {u.host: u.sandbox for u in side.updates() if u.status == "queued"}
+    assert queued == {name: f"no sandbox on {name}: the rater decides" for name in CACHE}

@@ -157,6 +157,14 @@ async def test_fan_out_in_the_app_hosts_rows_list_grid_focus_and_take_over(
         )
         assert "typed-3" in cell_text(grid.cells["web03"])
         assert "typed-3" not in cell_text(grid.cells["web01"])
+        # The tmux tools take a host too: the agent reads what the person typed there.
+        from tui.tools.context import ToolContext
+
+        ctx = ToolContext("capture", "tmux_capture_pane", session.backend, session.policy)
+        seen = await session.registry.execute("tmux_capture_pane", {"host": "web03"}, ctx)
+        assert not seen.is_error and "typed-3" in seen.text, seen.text
+        here_too = await session.registry.execute("tmux_capture_pane", {"host": "web01"}, ctx)
+        assert "typed-3" not in here_too.text
         await pilot.press("ctrl+right_square_bracket")
         assert not app.holding_pane
         await pilot.press("f7")

@@ -80,12 +80,17 @@ def load_ansible_inventory(path: Path) -> tuple[Inventory, list[str]]:
                 loader = DataLoader()
                 manager = InventoryManager(loader=loader, sources=[str(path)])
                 variables = VariableManager(loader=loader, inventory=manager)
+                # The file's order (``manager.hosts``): the order of ``all`` and of a group
+                # with children follows string hashes in ansible-core, a different one each run.
                 hosts = [
                     _host(host, variables.get_vars(host=host, include_hostvars=False))
-                    for host in manager.get_hosts()
+                    for host in manager.hosts.values()
                 ]
+                place = {host.name: index for index, host in enumerate(hosts)}
                 groups = {
-                    str(name): [str(h.name) for h in group.get_hosts()]
+                    str(name): sorted(
+                        (str(h.name) for h in group.get_hosts()), key=lambda n: place.get(n, 0)
+                    )
                     for name, group in manager.groups.items()
                 }
             except AnsibleError as error:
