@@ -161,10 +161,13 @@ async def test_fan_out_in_the_app_hosts_rows_list_grid_focus_and_take_over(
         from tui.tools.context import ToolContext
 
         ctx = ToolContext("capture", "tmux_capture_pane", session.backend, session.policy)
-        seen = await session.registry.execute("tmux_capture_pane", {"host": "web03"}, ctx)
+        pane = app.mirror.mirror.frame.pane_id  # type: ignore[union-attr]
+        arguments = {"host": "web03", "target": pane}
+        seen = await session.registry.execute("tmux_capture_pane", arguments, ctx)
         assert not seen.is_error and "typed-3" in seen.text, seen.text
-        here_too = await session.registry.execute("tmux_capture_pane", {"host": "web01"}, ctx)
-        assert "typed-3" not in here_too.text
+        assert seen.text.startswith(f"pane {pane} (ssh:web03/tmux:{pane})")
+        default = await session.registry.execute("tmux_capture_pane", {"host": "web01"}, ctx)
+        assert "ssh:web01/" in default.text and "typed-3" not in default.text
         await pilot.press("ctrl+right_square_bracket")
         assert not app.holding_pane
         await pilot.press("f7")
