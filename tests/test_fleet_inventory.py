@@ -222,11 +222,15 @@ def test_bad_patterns_are_errors() -> None:
 
 async def test_ssh_flags_and_limit_make_the_inventory(tmp_path: Path) -> None:
     loaded = load_settings(tmp_path)
-    args = _Args(ssh=["ops@a.example:2200", "b.example", "c.example"], limit="*.example:!c*")
+    hosts = ["ops@a.example:2200", "b.example", "c.example", "a.example", "b.example"]
+    args = _Args(ssh=hosts, limit="*.example:!c*")
     choice = target_choice(args, False)
     assert choice.wants_fleet and choice.fleet_ssh == args.ssh
     inventory, _ = await load_inventory(choice, loaded.settings)
+    # A second target on a known host is told apart; the same target twice is one host.
     assert list(inventory.hosts) == ["a.example", "b.example"]
+    unlimited, _ = await load_inventory(TargetChoice(fleet_ssh=hosts), loaded.settings)
+    assert list(unlimited.hosts) == ["a.example", "b.example", "c.example", "a.example#4"]
     assert inventory.hosts["a.example"].target == "ops@a.example:2200"
     with pytest.raises(BackendError, match="matches no host"):
         await load_inventory(TargetChoice(fleet_ssh=["a", "b"], limit="z*"), loaded.settings)

@@ -63,9 +63,13 @@ async def load_inventory(choice: TargetChoice, settings: Settings) -> tuple[Inve
             target = SSHTarget.parse(text)
         except ValueError as error:
             raise BackendError(str(error)) from None
-        # The host is its name, as people say it; a second port on it is told apart.
+        # The host is its name, as people say it; a second login or port on it is told apart.
+        if str(target) in {host.target for host in hosts}:
+            continue  # the same target twice
         taken = {host.name for host in hosts}
-        name = target.host if target.host not in taken else f"{target.host}:{target.port}"
+        name = target.host if target.host not in taken else str(target)
+        if name in taken:
+            name = f"{target}#{len(hosts) + 1}"
         hosts.append(InventoryHost(name, target.host, target.port, target.user, ("ungrouped",)))
     inventory = Inventory.from_hosts(hosts)
     for group, members in groups.items():

@@ -433,6 +433,7 @@ class AgentSession:
             await self.provider.aclose()
         self.transcript.close()
         await self.stop_pane_mirror()
+        await self.stop_fleet_mirrors()
 
     async def aclose(self) -> None:
         if self.extensions is not None:
