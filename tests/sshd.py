@@ -80,10 +80,10 @@ def _check(argv: list[str], what: str) -> None:
         raise SshdUnavailable(f"{what} failed: {done.stderr.strip() or done.returncode}")
 
 
-def free_port() -> int:
-    """A port nobody listens on right now (the kernel's pick for port 0)."""
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nobody listens on right now on ``host`` (the kernel's pick for port 0)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((host, 0))
         return int(sock.getsockname()[1])
 
 
@@ -111,6 +111,8 @@ class SshServer:
     sshd: str
     host: str = "127.0.0.1"
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    shared_client_key: Path | None = None
+    """A client key many servers accept (a fleet's): its public half is authorized here."""
 
     # -- paths -------------------------------------------------------------------------------
 
@@ -132,7 +134,7 @@ class SshServer:
 
     @property
     def client_key(self) -> Path:
-        return self.root / "client_ed25519"
+        return self.shared_client_key or self.root / "client_ed25519"
 
     @property
     def known_hosts(self) -> Path:
@@ -158,8 +160,21 @@ class SshServer:
     # -- life cycle --------------------------------------------------------------------------
 
     @classmethod
-    def start(cls, user: str = DEFAULT_USER) -> SshServer:
-        """Prepare a fresh folder, keys and config, start sshd and wait until it accepts."""
+    def start(
+        cls,
+        user: str = DEFAULT_USER,
+        *,
+        host: str = "127.0.0.1",
+        client_key: Path | None = None,
+    ) -> SshServer:
+        """Prepare a fresh folder, keys and config, start sshd and wait until it accepts.
+
+        Args:
+            user: The login user (created when missing).
+            host: The loopback address to listen on (``127.0.0.N``: one per fleet host).
+            client_key: A private key file to authorize instead of a fresh one (a fleet's
+                hosts all accept one key, as an ops person's do).
+        """
         sshd = find_sshd()
         if sshd is None:
             raise SshdUnavailable("OpenSSH sshd is not installed (apt-get install openssh-server)")
@@ -169,7 +184,14 @@ class SshServer:
         # Not under pytest's tmp dirs: those are 0700 and sshd reads authorized_keys as `user`.
         root = Path(tempfile.mkdtemp(prefix="atui-sshd-"))
         root.chmod(0o755)
-        server = cls(root=root, user=user, port=free_port(), sshd=sshd)
+        server = cls(
+            root=root,
+            user=user,
+            port=free_port(host),
+            sshd=sshd,
+            host=host,
+            shared_client_key=client_key,
+        )
         try:
             server._write_files()
             server._launch()
@@ -183,9 +205,12 @@ class SshServer:
         host_key.write_private_key(str(self.host_key_path))
         host_key.write_public_key(str(self.host_key_path) + ".pub")
         self.host_key_path.chmod(0o600)
-        client_key = asyncssh.generate_private_key("ssh-ed25519", comment="atui-test-client")
-        client_key.write_private_key(str(self.client_key))
-        self.client_key.chmod(0o600)
+        if self.shared_client_key is not None:
+            client_key = asyncssh.read_private_key(str(self.shared_client_key))
+        else:
+            client_key = asyncssh.generate_private_key("ssh-ed25519", comment="atui-test-client")
+            client_key.write_private_key(str(self.client_key))
+            self.client_key.chmod(0o600)
         self.authorized_keys.write_bytes(client_key.export_public_key("openssh"))
         self.authorized_keys.chmod(0o644)
         self.write_known_hosts(self.known_hosts, host_key)

@@ -92,7 +92,7 @@ def result_object(
     duration_api_ms: int = 0,
     denials: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Claude Code's result object from ours (``session.describe_outcome``), whose keys stay:
+    """Claude Code's result object from ours (``headless.describe_outcome``), whose keys stay:
     ``turns``, ``stop_reason`` (our outcome), ``error``, ``structured_output`` and ``usage``
     with our counts (``input_tokens`` is the whole prompt there, cached parts included)."""
     usage = dict(summary.get("usage") or {})

@@ -20,30 +20,30 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tui.cli_args import PICK, app_prompt, build_parser, headless_prompt, parse_args
+from tui.cli_args import (
+    EXIT_CANCELLED,
+    EXIT_FAILED,
+    EXIT_MAX_TURNS,
+    EXIT_OK,
+    EXIT_USAGE,
+    PICK,
+    app_prompt,
+    build_parser,
+    fail,
+    headless_prompt,
+    is_remote,
+    load,
+    parse_args,
+)
 
 if TYPE_CHECKING:
     from tui.claude_stream import RunFacts
     from tui.config import LoadedSettings
     from tui.exec.backend import ExecutionBackend
-    from tui.security.approval import Approver
     from tui.security.trust import WorkspaceTrust
     from tui.session import AgentSession, SessionFactory
     from tui.targets import Target
-    from tui.tools.base import Tool
     from tui.ui.app import AgentApp
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_MAX_TURNS = 3
-EXIT_CANCELLED = 130
-
-
-def fail(reason: str, code: int = EXIT_FAILED) -> int:
-    """One line on stderr, then the exit code: the contract for every failure."""
-    print(f"agent-tui: {' '.join(reason.split())}", file=sys.stderr)
-    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -60,17 +60,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tui.exec.ssh.target import SSHTarget
 
         try:
-            SSHTarget.parse(args.ssh)
+            for host in args.ssh:
+                SSHTarget.parse(host)
         except ValueError as error:
             return fail(f"--ssh: {error}", EXIT_USAGE)
-    remote = bool(getattr(args, "ssh", None) or getattr(args, "container", None))
+    remote = is_remote(args)
     workspace = args.workspace if remote and args.workspace else (args.workspace or Path.cwd())
     workspace = workspace if remote else workspace.resolve()
     if not remote and not workspace.is_dir():
         return fail(f"workspace {workspace} is not a folder", EXIT_USAGE)
     if args.command == "tools":
+        from tui.cli_tool import list_tools
+
         return list_tools(workspace, args)
     if args.command == "tool":
+        from tui.cli_tool import run_tool
+
         return asyncio.run(run_tool(workspace, args))
     if args.command == "sessions":
         return list_sessions(workspace)
@@ -112,37 +117,6 @@ def show_config(workspace: Path, args: argparse.Namespace) -> int:
     return config_command(loaded, process_environ(), everything=args.all)
 
 
-def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "provider": {"name": args.provider, "model": args.model, "base_url": args.base_url},
-        "approval": {"mode": args.approval_mode},
-        "agent": {
-            "max_turns": args.max_turns,
-            "json_schema": str(args.json_schema.resolve()) if args.json_schema else None,
-        },
-    }
-
-
-def load(workspace: Path, args: argparse.Namespace) -> LoadedSettings:
-    """Settings for this run; the workspace's own loosening settings only when trusted."""
-    from tui.config import load_settings
-
-    overrides = overrides_from(args)
-    if args.provider and not args.model:
-        # A provider chosen on the command line brings its own default model, rather than
-        # inheriting a model name of another provider from a config file.
-        from tui.config import default_model
-
-        overrides["provider"]["model"] = default_model(args.provider)
-    trust = True if getattr(args, "trust_workspace", False) else None
-    from tui.config.provider_choice import choose_provider
-    from tui.security.own_environ import process_environ
-
-    return choose_provider(
-        load_settings(workspace, overrides=overrides, trust=trust), process_environ()
-    )
-
-
 def trust_command(workspace: Path, *, revoke: bool) -> int:
     """``agent-tui trust [DIR]``: list what the workspace's files change, then record trust."""
     from tui.config import ConfigError, load_settings
@@ -175,21 +149,19 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
     from tui.config import ConfigError
     from tui.events import Notice
     from tui.exec.backend import BackendError
-    from tui.headless import HeadlessPrinter
-    from tui.session import describe_outcome
-    from tui.targets import TargetChoice, open_target
+    from tui.fleet_target import open_chosen, target_choice
+    from tui.headless import HeadlessPrinter, approver_for, describe_outcome
     from tui.tools.structured_output import JsonSchemaError
     from tui.wiring import build_session
 
     try:
         # A remote workspace names a folder there: settings come from this machine's cwd.
-        remote = bool(args.ssh or args.container)
-        loaded = load(Path.cwd() if remote else workspace, args)
+        loaded = load(Path.cwd() if is_remote(args) else workspace, args)
     except ConfigError as error:
         return fail(error.msg, EXIT_USAGE)
-    choice = TargetChoice(ssh=args.ssh, container=args.container, tmux=args.tmux)
     try:
-        target = await open_target(choice, loaded.settings, workspace, interactive=False)
+        choice = target_choice(args, args.tmux)
+        target = await open_chosen(choice, loaded.settings, workspace, interactive=False)
     except BackendError as error:
         return fail(error.msg, EXIT_FAILED)
     workspace = target.workspace
@@ -208,6 +180,7 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
             sandbox=target.sandbox,
             commands=target.commands,
             unsandboxed=target.unsandboxed,
+            fleet=target.fleet,
         )
     except (SessionNotFound, JsonSchemaError) as error:
         await target.backend.close()
@@ -258,7 +231,7 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
             "the last one saved"
         )
     if outcome.reason == "completed" and outcome.limits:
-        from tui.session import limits_message
+        from tui.headless import limits_message
 
         return fail(limits_message(outcome.limits))
     if outcome.reason == "completed":
@@ -290,18 +263,6 @@ def run_facts(session: AgentSession) -> RunFacts:
         tools=list(session.registry.names()),
         approval_mode=session.approval_mode,
     )
-
-
-def approver_for(workspace: Path, mode: str) -> Approver:
-    """Who answers approvals with no app: the person on the controlling terminal when there
-    is one (``/dev/tty``, never stdin), else no one — every request then fails closed with a
-    message naming ``--approval-mode``."""
-    from tui.headless import TerminalApprover, has_terminal
-    from tui.security.approval import NoApprover
-
-    if has_terminal():
-        return TerminalApprover(workspace, mode)
-    return NoApprover("no UI and no TTY to ask (headless mode with no terminal)")
 
 
 def run_app(workspace: Path, args: argparse.Namespace) -> int:
@@ -362,9 +323,8 @@ class AppSessions:
         from tui.session import StartupError
 
         args = self.args
-        remote = bool(getattr(args, "ssh", None) or getattr(args, "container", None))
         try:
-            return load(Path.cwd() if remote else self.workspace, args)
+            return load(Path.cwd() if is_remote(args) else self.workspace, args)
         except ConfigError as error:
             raise StartupError(error.msg) from None
 
@@ -388,18 +348,14 @@ class AppSessions:
         from tui.agent.record_file import SessionBusy
         from tui.agent.transcript import SessionNotFound, TranscriptError
         from tui.exec.backend import BackendError
-        from tui.targets import TargetChoice, open_target
+        from tui.fleet_target import open_chosen, target_choice
         from tui.tools.structured_output import JsonSchemaError
         from tui.wiring import build_session
 
         args = self.args
-        choice = TargetChoice(
-            ssh=getattr(args, "ssh", None),
-            container=getattr(args, "container", None),
-            tmux=getattr(args, "tmux", None),
-        )
+        choice = target_choice(args, getattr(args, "tmux", None))
         try:
-            target = await open_target(choice, loaded.settings, self.workspace, interactive=True)
+            target = await open_chosen(choice, loaded.settings, self.workspace, interactive=True)
         except BackendError as error:
             raise StartupError(error.msg, exit_code=1) from None
         self._target = target
@@ -415,6 +371,7 @@ class AppSessions:
                 sandbox=target.sandbox,
                 commands=target.commands,
                 unsandboxed=target.unsandboxed,
+                fleet=target.fleet,
                 checkpoints=True,  # /undo
             )
         except (SessionNotFound, JsonSchemaError) as error:
@@ -445,6 +402,7 @@ class AppSessions:
             sandbox=target.sandbox,
             commands=target.commands,
             unsandboxed=target.unsandboxed,
+            fleet=target.fleet,
             checkpoints=True,
         )
 
@@ -457,141 +415,6 @@ def list_sessions(workspace: Path) -> int:
         print(f"no saved sessions for {workspace}")
         return EXIT_OK
     print(format_session_table(infos))
-    return EXIT_OK
-
-
-async def cli_target(workspace: Path, args: argparse.Namespace) -> tuple[LoadedSettings, Target]:
-    """The settings and the target of ``agent-tui tools`` and ``agent-tui tool``: the one the
-    flags name (``--ssh``, ``--container``, ``--tmux``), as a session would open it.
-
-    Raises:
-        ConfigError: bad settings.
-        BackendError: the target cannot be reached (the command then refuses, saying why).
-    """
-    from tui.targets import TargetChoice, open_target
-
-    remote = bool(args.ssh or args.container)
-    loaded = load(Path.cwd() if remote else workspace, args)
-    choice = TargetChoice(ssh=args.ssh, container=args.container, tmux=bool(args.tmux))
-    return loaded, await open_target(choice, loaded.settings, workspace, interactive=False)
-
-
-def cli_tools(loaded: LoadedSettings, target: Target) -> list[Tool[Any]]:
-    """The tool set of ``agent-tui tools`` and ``agent-tui tool``: the agent's own
-    (``session.agent_tools``) for a session on ``target`` — its tmux tools on a tmux target."""
-    from tui.tools.builtin.cron import cron_tools
-    from tui.tools.builtin.cron_store import CronStore
-    from tui.tools.builtin.memory import MemoryScope
-    from tui.wiring import agent_tools
-
-    workspace = target.workspace
-    local = target.local_paths
-    memory = MemoryScope(
-        str(workspace) if local else f"{target.backend.actor}:{workspace}",
-        loaded.trust.trusted,
-    )
-    return agent_tools(
-        loaded.settings,
-        target.backend,
-        workspace if local and loaded.trust.trusted else None,  # its skills wait for trust
-        cron_tools(CronStore()),
-        memory=memory,
-    )
-
-
-def list_tools(workspace: Path, args: argparse.Namespace) -> int:
-    return asyncio.run(_list_tools(workspace, args))
-
-
-async def _list_tools(workspace: Path, args: argparse.Namespace) -> int:
-    from tui.config import ConfigError
-    from tui.exec.backend import BackendError
-
-    try:
-        loaded, target = await cli_target(workspace, args)
-    except ConfigError as error:
-        return fail(error.msg, EXIT_USAGE)
-    except BackendError as error:
-        return fail(error.msg, EXIT_FAILED)
-    try:
-        tools = cli_tools(loaded, target)
-    finally:
-        await target.backend.close()
-    print(f"tools on {target.backend.actor}:", file=sys.stderr)
-    for tool in tools:
-        summary = tool.description.strip().split("\n", 1)[0]
-        print(f"{tool.name:<18} {tool.permission.value:<19} {summary}")
-    return EXIT_OK
-
-
-async def run_tool(workspace: Path, args: argparse.Namespace) -> int:
-    """One call with the same tools, policy and dispatch path the agent uses, on the target
-    the flags name; output streams as it comes (a terminal gets control characters spelled
-    out). Asks on the terminal when the mode asks and there is one."""
-    from tui.config import ConfigError
-    from tui.events import ToolOutputChunk
-    from tui.exec.backend import BackendError
-    from tui.safe_text import terminal_safe
-    from tui.security.confinement import SandboxFacts
-    from tui.security.permissions import ApprovalMode
-    from tui.security.policy import SecurityPolicy
-    from tui.tools.context import ToolContext
-    from tui.tools.registry import ToolRegistry
-
-    try:
-        loaded, target = await cli_target(workspace, args)
-    except ConfigError as error:
-        return fail(error.msg, EXIT_USAGE)
-    except BackendError as error:
-        return fail(f"cannot run {args.name} there: {error.msg}", EXIT_FAILED)
-    tools = cli_tools(loaded, target)
-    backend = target.backend
-    mode = args.tool_approval_mode
-    for notice in target.notices:  # "no sandbox …" and the like: said, never silent
-        print(f"agent-tui: {notice}", file=sys.stderr)
-    commands = target.commands if target.unsandboxed is None else None
-    facts = (
-        commands.facts()
-        if commands is not None
-        else SandboxFacts(absent=target.unsandboxed or "no sandbox: the rater decides")
-    )
-    policy = SecurityPolicy(
-        target.workspace,
-        loaded.settings.security,
-        approval_mode=ApprovalMode(mode),
-        approver=approver_for(target.workspace, mode),
-        local_paths=target.local_paths,
-        target_home=target.home,
-        sandbox=facts,
-    )
-    policy.follow_shell(backend.shell_cwd)
-    for box in (target.sandbox, target.commands):
-        if box is not None:
-            box.approval_mode = lambda: policy.approval_mode
-    registry = ToolRegistry(tools)
-
-    def show(event: object) -> None:
-        if isinstance(event, ToolOutputChunk) and event.stream != "info":
-            stream = sys.stdout if event.stream == "stdout" else sys.stderr
-            stream.write(terminal_safe(event.text) if stream.isatty() else event.text)
-            stream.flush()
-
-    ctx = ToolContext("cli", args.name, backend, policy, on_update=show)
-    try:
-        result = await registry.execute(args.name, args.arguments, ctx)
-    finally:
-        for tool in tools:
-            closer = getattr(tool, "aclose", None)
-            if closer is not None:
-                await closer()
-        await backend.close()
-        if target.sandbox is not None:
-            await target.sandbox.close()
-    if result.is_error:
-        print(terminal_safe(result.text), file=sys.stderr)
-        return EXIT_FAILED
-    if not result.text.endswith("\n"):
-        print()
     return EXIT_OK
 
 

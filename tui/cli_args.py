@@ -17,9 +17,18 @@ import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
 from tui import __version__
+
+if TYPE_CHECKING:
+    from tui.config import LoadedSettings
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_MAX_TURNS = 3
+EXIT_CANCELLED = 130
 
 PICK = "\0pick"
 """``--resume`` with no id: the app opens the session picker."""
@@ -73,8 +82,12 @@ def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--ssh",
         metavar="USER@HOST[:PORT]",
-        help="run commands on this host (or ~/.ssh/config alias)",
+        action="append",
+        help="run commands on this host (or ssh config alias); several times: on a fleet",
     )
+    inventory = "a fleet of an Ansible inventory's hosts (no FILE: [fleet] inventory)"
+    parser.add_argument("--inventory", metavar="FILE", nargs="?", const="", help=inventory)
+    parser.add_argument("--limit", metavar="PATTERN", help="only the fleet's hosts it selects")
     parser.add_argument("--container", metavar="NAME", help="run commands in this container")
     parser.add_argument(
         "--tmux",
@@ -211,3 +224,46 @@ def app_prompt(args: argparse.Namespace) -> str | None:
     """The prompt the app opens with (``agent-tui "fix the tests"``), or None."""
     words = " ".join(getattr(args, "words", None) or []).strip()
     return words or None
+
+
+def fail(reason: str, code: int = EXIT_FAILED) -> int:
+    """One line on stderr, then the exit code: the contract for every failure."""
+    print(f"agent-tui: {' '.join(reason.split())}", file=sys.stderr)
+    return code
+
+
+def is_remote(args: argparse.Namespace) -> bool:
+    """Commands run elsewhere: ``--workspace`` then names a folder there."""
+    given = getattr(args, "inventory", None) is not None
+    return given or any(getattr(args, n, None) for n in ("ssh", "container"))
+
+
+def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "provider": {"name": args.provider, "model": args.model, "base_url": args.base_url},
+        "approval": {"mode": args.approval_mode},
+        "agent": {
+            "max_turns": args.max_turns,
+            "json_schema": str(args.json_schema.resolve()) if args.json_schema else None,
+        },
+    }
+
+
+def load(workspace: Path, args: argparse.Namespace) -> LoadedSettings:
+    """Settings for this run; the workspace's own loosening settings only when trusted."""
+    from tui.config import load_settings
+
+    overrides = overrides_from(args)
+    if args.provider and not args.model:
+        # A provider chosen on the command line brings its own default model, rather than
+        # inheriting a model name of another provider from a config file.
+        from tui.config import default_model
+
+        overrides["provider"]["model"] = default_model(args.provider)
+    trust = True if getattr(args, "trust_workspace", False) else None
+    from tui.config.provider_choice import choose_provider
+    from tui.security.own_environ import process_environ
+
+    return choose_provider(
+        load_settings(workspace, overrides=overrides, trust=trust), process_environ()
+    )

@@ -135,6 +135,8 @@ class ToolCallStarted(Event):
     sandbox: str | None = None
     """Where its command runs: ``sandbox: workspace, no network``, ``OUTSIDE the sandbox``,
     ``no sandbox: the rater decides`` (None: the call runs no command)."""
+    hosts: list[str] = Field(default_factory=list)
+    """A fan-out's hosts that run it (``FanoutHostUpdate`` tells each one's story)."""
 
     @field_validator("arguments")
     @classmethod
@@ -222,6 +224,19 @@ class RiskSegmentView(BaseModel):
     reasons: list[str] = Field(default_factory=list)
 
 
+class HostChoiceView(BaseModel):
+    """One host of a fan-out as the approval shows it."""
+
+    name: str
+    groups: list[str] = Field(default_factory=list)
+    state: Literal["ask", "allowed", "refused"] = "ask"
+    """``ask``: waits for this answer; ``allowed``: runs unasked there (its mode, a rule or a
+    grant); ``refused``: never runs there (blocked, denied, unreachable)."""
+    reason: str = ""
+    sandbox: str | None = None
+    """Where the command would run on that host (``sandbox: …`` or ``no sandbox: …``)."""
+
+
 class ApprovalRequested(Event):
     """A call waits for a person. The future that answers it travels beside this, not in it."""
 
@@ -257,6 +272,10 @@ class ApprovalRequested(Event):
     """Every rule "allow always, exactly" would add (one per segment of a compound command),
     as the policy computed them: the modal lists each one, so a grant never holds more than
     the person was shown."""
+    hosts: list[HostChoiceView] = Field(default_factory=list)
+    """A fan-out: every host the pattern chose, and what happens there (empty: one target)."""
+    host_pattern: str | None = None
+    """The fan-out's ``hosts`` pattern as the model wrote it."""
 
     @field_validator("arguments")
     @classmethod
@@ -307,6 +326,11 @@ class ApprovalAnswer(BaseModel):
     rules: list[str] | None = None
     """For allow-always, exactly: the rules of ``ApprovalRequested.always_rules`` the person
     kept ticked (None: all of them). The call itself runs either way."""
+    hosts: list[str] | None = None
+    """A fan-out: the asked hosts the person allows (None: all of them)."""
+    grant_hosts: str | None = None
+    """A fan-out's allow-always: the hosts or groups (a host pattern) the grant holds on
+    (None: the hosts allowed now)."""
 
     @classmethod
     def allow_once(cls) -> ApprovalAnswer:
@@ -370,6 +394,42 @@ class PaneSnapshot(Event):
     sandbox: str | None = None
     """Which sandbox the pane's shell runs in (``sandbox: read-only, no network``,
     ``OUTSIDE the sandbox``); None where agent-tui has no sandbox on that target."""
+
+
+class FleetHostState(Event):
+    """One fleet host as the host list shows it: replaced by the next of the same host."""
+
+    kind: Literal["fleet_host"] = "fleet_host"
+    host: str
+    address: str = ""
+    groups: list[str] = Field(default_factory=list)
+    state: Literal["idle", "connecting", "ready", "running", "unreachable", "blocked", "closed"] = (
+        "idle"
+    )
+    last_exit: int | None = None
+    running: str | None = None
+    """The command running there now."""
+    guard: Literal["kernel", "rater", "unknown"] = "unknown"
+    """What stands behind its approval mode: ``kernel`` (bwrap there), or only the ``rater``."""
+    detail: str = ""
+    """Why it is unreachable, what its sandbox is, its last notice."""
+
+
+class FanoutHostUpdate(Event):
+    """One host's part of a fan-out call: queued, running, then how it ended."""
+
+    kind: Literal["fanout_host"] = "fanout_host"
+    tool_call_id: str
+    host: str
+    status: Literal[
+        "queued", "running", "ok", "failed", "timeout", "dropped", "refused", "cancelled"
+    ]
+    exit_code: int | None = None
+    duration_ms: float = 0.0
+    output: str = ""
+    """Its output, bounded (head and tail), once it ended; the reason when refused."""
+    full_output_path: str | None = None
+    sandbox: str | None = None
 
 
 class AgentNotice(Event):
@@ -457,6 +517,8 @@ AnyEvent = Annotated[
     | ErrorEvent
     | Notice
     | PaneSnapshot
+    | FleetHostState
+    | FanoutHostUpdate
     | AgentNotice
     | TodoListUpdated
     | ScheduledJobFinished

@@ -17,7 +17,7 @@ import sys
 import termios
 import unicodedata
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from tui.agent.providers.base import Message
 from tui.claude_stream import ClaudeStream, RunFacts, dumps
@@ -35,6 +35,11 @@ from tui.events import (
     ToolCallStarted,
 )
 from tui.safe_text import dumps_or, one_line, terminal_safe
+
+if TYPE_CHECKING:
+    from tui.agent.loop import TurnOutcome
+    from tui.security.approval import Approver
+    from tui.session import AgentSession
 
 OutputFormat = Literal["text", "json", "stream-json", "agent-tui-json"]
 
@@ -230,6 +235,15 @@ class TerminalApprover:
             f"approval mode {self.mode}: this call needs your yes"
         )
         lines.append(f"  asks because: {one_line(reason, limit)}")
+        for state, words in (("ask", "asks on"), ("allowed", "runs unasked on")):
+            names = [h.name for h in request.hosts if h.state == state]
+            if names:  # a fan-out: y allows it on every host that asks
+                lines.append(f"  {words} {len(names)} host(s): {one_line(', '.join(names))}")
+        lines.extend(
+            f"  not run on {h.name}: {one_line(h.reason, limit)}"
+            for h in request.hosts
+            if h.state == "refused"
+        )
         if request.command is None:
             shown = {k: v for k, v in request.arguments.items() if k not in DIFF_REPLACES}
             arguments = shown if request.diff is not None else request.arguments
@@ -355,3 +369,53 @@ def has_terminal(tty_path: str = "/dev/tty") -> bool:
         return False
     os.close(fd)
     return True
+
+
+def approver_for(workspace: Path, mode: str) -> Approver:
+    """Who answers approvals with no app: the person on the controlling terminal when there
+    is one (``/dev/tty``, never stdin), else no one — every request then fails closed with a
+    message naming ``--approval-mode``."""
+    from tui.security.approval import NoApprover
+
+    if has_terminal():
+        return TerminalApprover(workspace, mode)
+    return NoApprover("no UI and no TTY to ask (headless mode with no terminal)")
+
+
+def describe_outcome(outcome: TurnOutcome, session: AgentSession) -> dict[str, Any]:
+    """The ``--output-format json`` object."""
+    return {
+        "result": outcome.final_text,
+        "stop_reason": outcome.reason,
+        "is_error": outcome.reason not in ("completed",) or bool(outcome.limits),
+        "error": outcome.error or (limits_message(outcome.limits) if outcome.limits else None),
+        "limits": outcome.limits,
+        "turns": outcome.turns,
+        "session_id": session.session_id,
+        **(
+            {"structured_output": outcome.structured_output}
+            if session.loaded.settings.agent.json_schema
+            else {}
+        ),
+        "usage": _usage_summary(session),
+    }
+
+
+def limits_message(limits: list[str]) -> str:
+    """One line for a run some limit cut short: how often, and the first reason."""
+    calls = "call was" if len(limits) == 1 else "calls were"
+    return f"{len(limits)} {calls} refused by a limit; the first: {limits[0]}"
+
+
+def _usage_summary(session: AgentSession) -> dict[str, Any]:
+    """Tokens of the whole run; ``cost_usd`` is ``null`` when the model has no known price."""
+    loop = session.loop
+    usage = loop.usage if loop else None
+    return {
+        "input_tokens": usage.input_tokens if usage else 0,
+        "output_tokens": usage.output_tokens if usage else 0,
+        "cached_tokens": usage.cache_read_tokens if usage else 0,
+        "cache_write_tokens": usage.cache_write_tokens if usage else 0,
+        "reasoning_tokens": usage.reasoning_tokens if usage else 0,
+        "cost_usd": loop.cost_usd if loop else None,
+    }

@@ -14,7 +14,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tui.agent.live_settings import LiveSettings
 from tui.agent.loop import AgentLoop, TurnOutcome
@@ -38,6 +38,8 @@ from tui.views import GrantList, ImageAttachment, SessionInfo, UserCommand
 
 if TYPE_CHECKING:
     from tui.agent.checkpoints import Checkpoints
+    from tui.exec.fleet.fleet import Fleet
+    from tui.exec.fleet.mirrors import HostMirrors
     from tui.exec.sandbox.sandbox import Sandbox
     from tui.exec.tmux.mirror import PaneMirror
 
@@ -92,6 +94,11 @@ class AgentSession:
     checkpoints: Checkpoints | None = None
     """Snapshots around each turn, for ``/undo`` and ``/diff`` (the app, a local workspace)."""
     _checkpoints_said: bool = False
+    fleet: Fleet | None = None
+    """Every host, when the session's commands run on a fleet (``tui.exec.fleet``)."""
+    fleet_mirrors: HostMirrors | None = None
+    """A pane mirror per fleet host with tmux, while the app shows them (the default host's
+    is ``pane_pump``)."""
     _mode_change: asyncio.Task[None] | None = None
 
     async def start_extensions(self) -> None:
@@ -460,12 +467,51 @@ class AgentSession:
         if pump is not None:
             await pump.close()
 
+    # -- a fleet: the host list and a mirror per host -------------------------------------------
+
+    @property
+    def fleet_hosts(self) -> list[str]:
+        """The fleet's hosts in inventory order (empty: one target)."""
+        return list(self.fleet.inventory.hosts) if self.fleet is not None else []
+
+    @property
+    def default_host(self) -> str | None:
+        return self.fleet.default_host if self.fleet is not None else None
+
+    def announce_fleet(self) -> None:
+        """Publish every host's state now (a host list that starts listening after them)."""
+        if self.fleet is not None:
+            self.fleet.publish = self.bus.publish
+            self.fleet.announce()
+
+    async def start_fleet_mirrors(self) -> None:
+        """Frames of every fleet host's tmux pane, each host's as it opens."""
+        if self.fleet is not None and self.fleet_mirrors is None:
+            from tui.exec.fleet.mirrors import HostMirrors
+
+            self.fleet_mirrors = HostMirrors(self.fleet, self.bus.publish)
+            await self.fleet_mirrors.start()
+
+    def pane_keyboard(self, host: str | None) -> ExecutionBackend:
+        """Where the person's keys go for ``host``'s pane (None: the default target)."""
+        if self.fleet is not None and host is not None:
+            opened = self.fleet.opened(host)
+            if opened is not None:
+                return opened.backend
+        return self.backend
+
+    async def stop_fleet_mirrors(self) -> None:
+        mirrors, self.fleet_mirrors = self.fleet_mirrors, None
+        if mirrors is not None:
+            await mirrors.stop()
+
     async def close_keeping_backend(self) -> None:
         """Let go of this session for the next one on the same backend (``/clear``)."""
         if self.provider is not None:
             await self.provider.aclose()
         self.transcript.close()
         await self.stop_pane_mirror()
+        await self.stop_fleet_mirrors()
 
     async def aclose(self) -> None:
         if self.extensions is not None:
@@ -486,7 +532,10 @@ class AgentSession:
                 await closer()
             except Exception as error:  # one tool failing to close must not stop the rest
                 self.bus.publish(Notice(message=f"closing {tool.name}: {error}", level="warning"))
+        await self.stop_fleet_mirrors()
         await self.backend.close()
+        if self.fleet is not None:
+            await self.fleet.close()
         if self.sandbox is not None:
             await self.sandbox.close()
         self.transcript.close()
@@ -532,42 +581,3 @@ def trust_workspace(loaded: LoadedSettings) -> None:
     from tui.security.trust import save_trust
 
     save_trust(loaded.user_config_path, loaded.trust.key, loaded.trust.digest)
-
-
-def describe_outcome(outcome: TurnOutcome, session: AgentSession) -> dict[str, Any]:
-    """The ``--output-format json`` object."""
-    return {
-        "result": outcome.final_text,
-        "stop_reason": outcome.reason,
-        "is_error": outcome.reason not in ("completed",) or bool(outcome.limits),
-        "error": outcome.error or (limits_message(outcome.limits) if outcome.limits else None),
-        "limits": outcome.limits,
-        "turns": outcome.turns,
-        "session_id": session.session_id,
-        **(
-            {"structured_output": outcome.structured_output}
-            if session.loaded.settings.agent.json_schema
-            else {}
-        ),
-        "usage": _usage_summary(session),
-    }
-
-
-def limits_message(limits: list[str]) -> str:
-    """One line for a run some limit cut short: how often, and the first reason."""
-    calls = "call was" if len(limits) == 1 else "calls were"
-    return f"{len(limits)} {calls} refused by a limit; the first: {limits[0]}"
-
-
-def _usage_summary(session: AgentSession) -> dict[str, Any]:
-    """Tokens of the whole run; ``cost_usd`` is ``null`` when the model has no known price."""
-    loop = session.loop
-    usage = loop.usage if loop else None
-    return {
-        "input_tokens": usage.input_tokens if usage else 0,
-        "output_tokens": usage.output_tokens if usage else 0,
-        "cached_tokens": usage.cache_read_tokens if usage else 0,
-        "cache_write_tokens": usage.cache_write_tokens if usage else 0,
-        "reasoning_tokens": usage.reasoning_tokens if usage else 0,
-        "cost_usd": loop.cost_usd if loop else None,
-    }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tui.config import Settings
 from tui.exec.backend import BackendError, ExecutionBackend
@@ -18,6 +19,9 @@ from tui.locations import config_dir, data_dir
 from tui.security.confinement import OWN_COMMAND
 from tui.security.environment import reduced_environment
 from tui.security.hosts import HostPolicy
+
+if TYPE_CHECKING:
+    from tui.exec.fleet.fleet import Fleet
 
 OWNER = "agent-tui"
 """The owner tag on the tmux sessions the app and headless runs create."""
@@ -31,6 +35,17 @@ class TargetChoice:
     container: str | None = None
     tmux: bool | None = None
     """None: tmux when the target has it and a person is watching (the app)."""
+    fleet_ssh: list[str] = field(default_factory=list)
+    """``--ssh`` given several times: a fleet of these hosts."""
+    inventory: str | None = None
+    """``--inventory FILE``: a fleet of the Ansible inventory's hosts (``""``: the file
+    ``[fleet] inventory`` names)."""
+    limit: str | None = None
+    """``--limit PATTERN``: only these hosts of the fleet."""
+
+    @property
+    def wants_fleet(self) -> bool:
+        return bool(self.fleet_ssh) or self.inventory is not None
 
 
 @dataclass
@@ -49,6 +64,8 @@ class Target:
     """The sandbox the target's commands run in: this machine's, a remote host's, or none."""
     unsandboxed: str | None = None
     """Why a remote or container target's commands are not confined, in the person's words."""
+    fleet: Fleet | None = None
+    """Every host, when commands run on a fleet (the backend is then its first host's)."""
 
 
 def remote_sandbox(
@@ -113,11 +130,11 @@ async def open_target(
         ssh_settings = settings.ssh.model_copy(update={"host": ssh_host})
         probe = SSHBackend.from_settings(ssh_settings)
         try:
-            home = await _target_home(probe)
+            home = await target_home(probe)
         finally:
             await probe.close()
         local_paths = False
-        workspace = _remote_workspace(workspace, home)
+        workspace = remote_workspace(workspace, home)
         ssh = SSHBackend.from_settings(ssh_settings, default_cwd=str(workspace))
         host = ssh
         remote = remote_sandbox(settings, workspace, ssh, ssh_host)
@@ -133,7 +150,7 @@ async def open_target(
 
         container = ContainerBackend(choice.container, default_cwd=str(workspace))
         host = container
-        home = await _target_home(host)
+        home = await target_home(host)
         local_paths = False
         inside = remote_sandbox(settings, workspace, container, f"container {choice.container}")
         inside.approval_mode = sandbox.approval_mode
@@ -157,15 +174,30 @@ async def open_target(
     notices = [notice for notice in notices if notice]
     use_tmux = choice.tmux
     if use_tmux is None:
-        use_tmux = interactive and await _has_tmux(host)
+        use_tmux = interactive and await has_tmux(host)
     if not use_tmux:
         return Target(host, workspace, local_paths, home, notices, sandbox, commands, unsandboxed)
+    backend = await open_tmux(host, settings, workspace, notices)
+    return Target(backend, workspace, local_paths, home, notices, sandbox, commands, unsandboxed)
+
+
+async def open_tmux(
+    host: ExecutionBackend,
+    settings: Settings,
+    workspace: Path,
+    notices: list[str],
+    *,
+    socket_suffix: str = "",
+) -> ExecutionBackend:
+    """The agent's tmux session on ``host`` (its own per instance, or the one configured);
+    ``socket_suffix`` gives a fleet host a tmux server of its own (two inventory names can be
+    one machine)."""
     from tui.exec.tmux import lifecycle
     from tui.exec.tmux.backend import TmuxBackend
     from tui.exec.tmux.instances import open_instance, survey, sweep
 
     tmux = settings.tmux
-    base = tmux.socket_name or "agent-tui"
+    base = (tmux.socket_name or "agent-tui") + socket_suffix
     # The panes' shells live on past any one command: give them the reduced environment,
     # never this process's own (API keys must not reach the shared shell).
     env = reduced_environment(settings.security.env_allowlist, settings.security.env_passthrough)
@@ -200,17 +232,17 @@ async def open_target(
     )
     notices += [*swept, *([chosen.notice] if chosen.notice else [])]
     notices += await backend.start()
-    return Target(backend, workspace, local_paths, home, notices, sandbox, commands, unsandboxed)
+    return backend
 
 
-def _remote_workspace(workspace: Path, home: str) -> Path:
+def remote_workspace(workspace: Path, home: str) -> Path:
     """``--workspace`` names a folder on the host; unset (this machine's cwd) means home."""
     if workspace == Path.cwd().resolve():
         return Path(home)
     return workspace
 
 
-async def _target_home(backend: ExecutionBackend) -> str:
+async def target_home(backend: ExecutionBackend) -> str:
     result = await backend.run('printf %s "$HOME"', timeout=30, confinement=OWN_COMMAND)
     if result.exit_code != 0 or not result.stdout.startswith("/"):
         raise BackendError(
@@ -220,7 +252,7 @@ async def _target_home(backend: ExecutionBackend) -> str:
     return result.stdout.strip()
 
 
-async def _has_tmux(backend: ExecutionBackend) -> bool:
+async def has_tmux(backend: ExecutionBackend) -> bool:
     if not backend.SUPPORTS_SPAWN:
         return False
     if isinstance(backend, LocalBackend):

@@ -58,6 +58,10 @@ class GrantView(Protocol):
     def created(self) -> float:
         """Unix seconds when it was granted (0: unknown)."""
 
+    @property
+    def hosts(self) -> str | None:
+        """The fleet hosts or groups it holds on (None: everywhere)."""
+
 
 class GrantList(Protocol):
     """The grants in force in this workspace, and the one way to take one back."""

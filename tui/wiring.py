@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tui.agent.checkpoints import Checkpoints, store_for
 from tui.agent.execution import ToolPlan
@@ -46,6 +46,9 @@ from tui.tools.registry import ToolRegistry
 from tui.tools.structured_output import StructuredOutputTool, load_json_schema
 from tui.tools.timeouts import ToolTimeouts
 
+if TYPE_CHECKING:
+    from tui.exec.fleet.fleet import Fleet
+
 ApproverFactory = Callable[[EventBus], Approver]
 
 STRUCTURED_ANSWER_PROMPT = (
@@ -69,6 +72,7 @@ def build_session(
     commands: Sandbox | None = None,
     unsandboxed: str | None = None,
     checkpoints: bool = False,
+    fleet: Fleet | None = None,
 ) -> AgentSession:
     """Wire one session. A missing or unusable provider is not fatal here: the app still opens
     (and says what to set); headless mode turns ``provider_error`` into its exit message.
@@ -129,7 +133,7 @@ def build_session(
         facts = commands.facts()
     else:
         facts = SandboxFacts(absent=unsandboxed or "no sandbox: the rater decides")
-    policy = SecurityPolicy(
+    policy = (SecurityPolicy if fleet is None else _fleet_policy_class())(
         workspace,
         settings.security,
         approval_mode=settings.approval.mode,
@@ -144,6 +148,10 @@ def build_session(
     for box in {id(b): b for b in (sandbox, commands) if b is not None}.values():
         # One mode for the policy and the walls: a /mode change moves both at once.
         box.approval_mode = lambda: policy.approval_mode
+    if fleet is not None:
+        from tui.exec.fleet.attach import attach_fleet
+
+        attach_fleet(fleet, policy, bus.publish, commands)
     if sandbox is not None:
         sandbox.on_refused = lambda refusal: bus.publish(
             Notice(
@@ -183,6 +191,8 @@ def build_session(
             loaded.trust.trusted,
         ),
     ):
+        if fleet is not None:
+            _on_fleet(tool, fleet)
         registry.register(tool)
     browser = registry.get("browser")
     if browser is not None and sandbox is not None:
@@ -263,6 +273,7 @@ def build_session(
                 for part in (
                     settings.agent.system_prompt,
                     STRUCTURED_ANSWER_PROMPT if answer_schema is not None else None,
+                    _fleet_prompt(fleet) if fleet is not None else None,
                 )
                 if part
             )
@@ -289,6 +300,7 @@ def build_session(
         own_providers=own_providers,
         sandbox=sandbox,
         checkpoints=shadow,
+        fleet=fleet,
     )
     for warning in warnings:
         bus.publish(Notice(message=warning, level="warning"))
@@ -346,6 +358,40 @@ def agent_tools(
             tool.allow_file_urls = browser.allow_file_urls  # type: ignore[attr-defined]
             tool.action_timeout = browser.action_timeout  # type: ignore[attr-defined]
     return tools
+
+
+def _fleet_policy_class() -> type[SecurityPolicy]:
+    from tui.security.fleet_policy import FleetPolicy
+
+    return FleetPolicy
+
+
+def _on_fleet(tool: Tool[Any], fleet: Fleet) -> None:
+    """A fleet's tools: ``host``/``hosts`` in their schemas, run_shell knows the fleet."""
+    from tui.tools.fleet_calls import give_fleet_arguments
+
+    give_fleet_arguments(tool)
+    if tool.name == "run_shell":
+        tool.fleet = fleet  # type: ignore[attr-defined]
+
+
+def _fleet_prompt(fleet: Fleet) -> str:
+    """What the model is told of the fleet: its hosts, groups and default host."""
+    inventory = fleet.inventory
+    groups = [
+        f"{name} ({len(members)})"
+        for name, members in inventory.groups.items()
+        if name not in ("all", "ungrouped") and members
+    ]
+    names = list(inventory.hosts)
+    shown = ", ".join(names[:40]) + (f", … ({len(names)} in all)" if len(names) > 40 else "")
+    return (
+        f"Commands run on a fleet of {len(names)} SSH hosts: {shown}. "
+        + (f"Groups: {', '.join(groups)}. " if groups else "")
+        + f"Without `hosts`/`host`, calls act on the default host {fleet.default_host}. "
+        "run_shell with hosts (a host, group, pattern such as 'web:&prod', or 'all') runs the "
+        "command on each of those hosts and reports each one; file and tmux tools take `host`."
+    )
 
 
 def schema_path(loaded: LoadedSettings, workspace: Path) -> Path:

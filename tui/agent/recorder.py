@@ -7,7 +7,8 @@ that takes minutes and gigabytes to resume, while the model only ever read its h
 and the whole of it is saved elsewhere (the full-output file, the block's spill file). So each
 call's output events are kept up to ``OUTPUT_RECORD_LIMIT`` characters, and once the call
 ends one line says how much more there was and where all of it is. Text deltas are left out:
-the message they build is recorded whole; pane frames are a live view.
+the message they build is recorded whole; pane frames and fleet host states are a live
+view (each host's part of a fan-out is already in its call's result).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from tui.agent.transcript import Transcript
 from tui.events import (
     AssistantTextDelta,
     Event,
+    FleetHostState,
     PaneSnapshot,
     ToolCallCompleted,
     ToolCallStarted,
@@ -46,7 +48,7 @@ class EventRecorder:
     _outputs: dict[str, _Output] = field(default_factory=dict)
 
     def __call__(self, event: Event) -> None:
-        if isinstance(event, PaneSnapshot | AssistantTextDelta):
+        if isinstance(event, PaneSnapshot | AssistantTextDelta | FleetHostState):
             return
         if isinstance(event, ToolCallStarted):
             self._outputs.pop(event.tool_call_id, None)  # ids repeat: a new call starts afresh

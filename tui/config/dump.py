@@ -39,6 +39,8 @@ _EXAMPLES: dict[KeyPath, str] = {
     ("ssh", "host"): '"deploy@example.com:22"',
     ("ssh", "identity_file"): '"~/.ssh/id_ed25519"',
     ("ssh", "known_hosts"): '"~/.ssh/known_hosts"',
+    ("fleet", "inventory"): '"~/ops/inventory.ini"',
+    ("fleet", "limit"): '"web:&staging"',
 }
 
 
@@ -68,6 +70,16 @@ _SECTION_EXTRAS: dict[str, list[str]] = {
         '# auth = "bearer"',
         '# token_env = "PETSTORE_TOKEN"',
     ],
+    "fleet": [
+        "# Example (one table per group or host; a host in several groups gets the strictest):",
+        "# [fleet.groups.prod]",
+        "# always_ask = true",
+        '# deny = ["run_shell(reboot:*)"]',
+        "# [fleet.groups.staging]",
+        '# approval_mode = "auto-edit"',
+        "# [fleet.hosts.db1]",
+        "# blocked = true",
+    ],
     "subagents": [
         "# Example (one table per sub-agent; the model calls it as the tool `reviewer`):",
         "# [subagents.reviewer]",
@@ -81,7 +93,12 @@ _SECTION_EXTRAS: dict[str, list[str]] = {
 }
 
 
-_DUMP_SKIP: set[KeyPath] = {("approval", "grants"), ("mcp", "servers")}
+_DUMP_SKIP: set[KeyPath] = {
+    ("approval", "grants"),
+    ("mcp", "servers"),
+    ("fleet", "groups"),
+    ("fleet", "hosts"),
+}
 
 
 def dump_default_config() -> str:

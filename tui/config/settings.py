@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tui.config.sections.adapters import McpSettings, OpenApiSpecSettings
 from tui.config.sections.agent import AgentSettings
 from tui.config.sections.approval import ApprovalSettings, NotifySettings
+from tui.config.sections.fleet import FleetSettings
 from tui.config.sections.hooks import HooksSettings
 from tui.config.sections.provider import ProviderSettings
 from tui.config.sections.sandbox import SandboxSettings
@@ -41,6 +42,7 @@ class Settings(BaseModel):
     notify: NotifySettings = Field(default_factory=NotifySettings)
     tmux: TmuxSettings = Field(default_factory=TmuxSettings)
     ssh: SshSettings = Field(default_factory=SshSettings)
+    fleet: FleetSettings = Field(default_factory=FleetSettings)
     web: WebSettings = Field(default_factory=WebSettings)
     browser: BrowserSettings = Field(default_factory=BrowserSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)

@@ -262,7 +262,9 @@ async def _drain(
     waits: set[asyncio.Future[Any]] = {closed}
     if cancel_wait is not None and not cancel_wait.done():
         waits.add(cancel_wait)
-    await asyncio.wait(waits, timeout=drain_timeout)
+    # The first of them: the output closing (the usual case, a moment after the exit status
+    # over SSH) must end the wait at once, not after the cancel event too.
+    await asyncio.wait(waits, timeout=drain_timeout, return_when=asyncio.FIRST_COMPLETED)
     if not closed.done():
         collector.notice(
             f"output drain stopped after {drain_timeout:.1f} s: "

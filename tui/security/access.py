@@ -32,6 +32,11 @@ class ToolAccess:
     """Counts towards the acting-calls rate limit; defaults to permission > read-only."""
     outside: bool = False
     """The call asks to run its command outside the sandbox: a person is always asked."""
+    hosts: str | None = None
+    """A fleet's host pattern the call fans out to (judged per host, asked once)."""
+    host: str | None = None
+    """The one fleet host the call acts on (judged by that host's rules); None: the
+    session's default target."""
 
     @property
     def is_acting(self) -> bool:

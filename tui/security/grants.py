@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -27,13 +28,17 @@ class Grant:
     workspace: str
     """Canonical workspace path, or ``*`` for every workspace."""
     created: float = field(default_factory=time.time)
+    hosts: str | None = None
+    """A fleet's host pattern (hosts or groups) the grant holds on; None: wherever the
+    session's commands run."""
 
     def applies_to(self, workspace: str) -> bool:
         return self.workspace in ("*", workspace)
 
     def describe(self) -> str:
         where = "every workspace" if self.workspace == "*" else self.workspace
-        return f"{self.rule} — {self.scope}, {where}"
+        on = f", on hosts {self.hosts}" if self.hosts else ""
+        return f"{self.rule} — {self.scope}, {where}{on}"
 
 
 class GrantStore:
@@ -49,12 +54,27 @@ class GrantStore:
         here = [g for g in self._grants if g.applies_to(self.workspace)]
         return sorted(here, key=lambda g: (g.scope != "session", g.created))
 
-    def rules(self) -> builtins.list[Rule]:
-        return [g.rule for g in self.list()]
+    def rules(self, on_host: Callable[[str], bool] | None = None) -> builtins.list[Rule]:
+        """The rules in force; a grant scoped to hosts only where ``on_host(its pattern)``."""
+        return [
+            g.rule
+            for g in self.list()
+            if g.hosts is None or (on_host is not None and on_host(g.hosts))
+        ]
 
-    def add(self, rule: Rule, scope: Scope = "session", *, workspace: str | None = None) -> Grant:
-        grant = Grant(rule=rule, scope=scope, workspace=workspace or self.workspace)
-        if any(str(g.rule) == str(rule) and g.workspace == grant.workspace for g in self._grants):
+    def add(
+        self,
+        rule: Rule,
+        scope: Scope = "session",
+        *,
+        workspace: str | None = None,
+        hosts: str | None = None,
+    ) -> Grant:
+        grant = Grant(rule=rule, scope=scope, workspace=workspace or self.workspace, hosts=hosts)
+        if any(
+            str(g.rule) == str(rule) and g.workspace == grant.workspace and g.hosts == hosts
+            for g in self._grants
+        ):
             return grant
         self._grants.append(grant)
         if scope == "saved":
@@ -92,6 +112,7 @@ def load_saved_grants(path: Path) -> list[Grant]:
                 scope="saved",
                 workspace=str(entry.get("workspace", "*")),
                 created=float(entry.get("created", 0)),
+                hosts=str(entry["hosts"]) if entry.get("hosts") else None,
             )
         )
     return grants
@@ -118,6 +139,7 @@ def save_grants(path: Path, grants: list[Grant]) -> None:
                 "rule": str(grant.rule),
                 "workspace": grant.workspace,
                 "created": round(grant.created, 3),
+                **({"hosts": grant.hosts} if grant.hosts else {}),
             }
         )
         array.append(entry)

@@ -112,6 +112,24 @@ SETTING_KINDS: dict[str, Kind] = {
     "ssh.identity_file": "trust",
     "ssh.known_hosts": "trust",
     "ssh.connect_timeout": "harmless",
+    # [fleet]: which hosts to connect to waits for trust; rules that tighten apply at once
+    "fleet.inventory": "trust",
+    "fleet.ssh": "trust",
+    "fleet.limit": "trust",
+    "fleet.forks": "harmless",
+    "fleet.blocked": "tightening",
+    "fleet.groups.*.approval_mode": "tightening",
+    "fleet.groups.*.always_ask": "tightening",
+    "fleet.groups.*.allow": "tightening",
+    "fleet.groups.*.ask": "tightening",
+    "fleet.groups.*.deny": "tightening",
+    "fleet.groups.*.blocked": "tightening",
+    "fleet.hosts.*.approval_mode": "tightening",
+    "fleet.hosts.*.always_ask": "tightening",
+    "fleet.hosts.*.allow": "tightening",
+    "fleet.hosts.*.ask": "tightening",
+    "fleet.hosts.*.deny": "tightening",
+    "fleet.hosts.*.blocked": "tightening",
     # [web]
     "web.search_url": "trust",
     # [mcp], [openapi]
@@ -146,6 +164,7 @@ SECTION_WHY: dict[str, Why] = {
     "mcp": "runs",
     "tmux": "runs",
     "ssh": "runs",
+    "fleet": "runs",
     "cron": "runs",
     "browser": "runs",
 }

@@ -190,6 +190,8 @@ def _tightens(path: tuple[str, ...], value: Any, base: Any) -> tuple[str, Why] |
         return f"switches the tool {path[1]} back on", "loosens"
     if path[0] == "sandbox" and len(path) == 2:
         return _judge_sandbox(path[1], value, base)
+    if path[0] == "fleet":
+        return _judge_fleet(path, value, base)
     if path == ("cron", "enabled"):
         return None if value is False else ("runs scheduled jobs again", "loosens")
     if path == ("agent", "output_disk_cap"):
@@ -206,6 +208,32 @@ def _tightens(path: tuple[str, ...], value: Any, base: Any) -> tuple[str, Why] |
             return None
         what = "turns off the loop guard" if value == 0 else "lets loops run longer"
         return f"{what} {path[1]} ({_show(base)} → {_show(value)})", "loosens"
+    return f"sets {'.'.join(path)} to {_show(value)}", "loosens"
+
+
+def _judge_fleet(path: tuple[str, ...], value: Any, base: Any) -> tuple[str, Why] | None:
+    """More blocked hosts, stricter per-host rules: at once; the rest waits for trust."""
+    key = path[-1]
+    where = "fleet " + ".".join(path[1:-1]) if len(path) > 2 else "fleet"
+    if key == "approval_mode":
+        # Unset follows the session's mode, which may be read-only: only that is sure.
+        if _plain(value) == "read-only" or (
+            base is not None and _rank(APPROVAL_ORDER, value) <= _rank(APPROVAL_ORDER, base)
+        ):
+            return None
+        return f"{where}: approval mode {_plain(base)} → {_plain(value)}", "loosens"
+    if key in ("always_ask", "blocked") and len(path) > 2:
+        return None if value is True or value == base else (f"{where}: {key} off", "loosens")
+    if key in ("blocked", "ask", "deny"):
+        missing = sorted(_as_set(base) - _as_set(value))
+        if isinstance(value, list) and not missing:
+            return None
+        return f"{where}: drops {key} entries {_show(missing)}", "loosens"
+    if key == "allow":
+        added = sorted(_as_set(value) - _as_set(base))
+        if isinstance(value, list) and not added:
+            return None
+        return f"{where}: allows {_show(added)} without asking", "loosens"
     return f"sets {'.'.join(path)} to {_show(value)}", "loosens"
 
 

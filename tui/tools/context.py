@@ -14,6 +14,7 @@ from tui.safe_text import clean
 if TYPE_CHECKING:
     from tui.exec.backend import ExecutionBackend, StreamName
     from tui.security.confinement import Confinement
+    from tui.security.fleet_policy import FanoutPlan
     from tui.security.policy import SecurityPolicy
 
 EventSink = Callable[[Event], None]
@@ -60,6 +61,9 @@ class ToolContext:
     confinement: Confinement | None = None
     """The sandbox walls this call's command was approved for (set by the registry like
     ``secret_allowance``); None: the backend's default for the session's mode."""
+    fanout: FanoutPlan | None = None
+    """A fan-out's hosts as the policy approved them, each with its walls (set by the
+    registry like ``confinement``)."""
 
     @property
     def workspace(self) -> Path:

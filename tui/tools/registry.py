@@ -27,6 +27,7 @@ from tui.security.verdicts import Verdict
 from tui.tools.base import Tool, ToolParams
 from tui.tools.context import ToolContext
 from tui.tools.failures import FailureMemory
+from tui.tools.fleet_calls import on_its_host, started_where, with_fleet_arguments
 from tui.tools.loops import LoopDetected, LoopMemory, LoopWarning, with_note
 from tui.tools.result import ToolResult
 from tui.tools.timeouts import ToolTimeouts, run_limited
@@ -134,7 +135,7 @@ class ToolRegistry:
         try:
             tool = self.lookup(clean(name))
             params = self.parse_arguments(tool, raw_arguments, called=clean(name))
-            access = tool.access(params)
+            access = with_fleet_arguments(tool.access(params), params, policy)
             needed, risk, _ = policy.precheck(tool.name, access)
         except ToolError:
             return False
@@ -346,7 +347,7 @@ class ToolRegistry:
         self, tool: Tool[Any], params: ToolParams, ctx: ToolContext, waited: list[float]
     ) -> ToolResult:
         """Authorize, then run; ``waited`` gets the seconds spent asking a person."""
-        access = tool.access(params)
+        access = with_fleet_arguments(tool.access(params), params, ctx.policy)
         arguments = params.model_dump(mode="json", exclude_none=True)
         here, where = _starts_in(ctx, arguments)
         call = CallInfo(
@@ -367,19 +368,19 @@ class ToolRegistry:
             authorization = await ctx.policy.authorize(access, call)
         finally:
             waited.append(call.approval_wait)
+        actor, hosts, walls = started_where(authorization, ctx)
         ctx.on_update(
             ToolCallStarted(
                 tool_call_id=ctx.tool_call_id,
                 tool_name=tool.name,
                 arguments=arguments,
                 command=access.command,
-                actor=ctx.backend.actor,
+                actor=actor,
                 risk=authorization.risk_level,
                 cwd=where,
                 cwd_elsewhere=ctx.policy.elsewhere(where),
-                sandbox=ctx.policy.where_label(authorization.confinement)
-                if access.command is not None
-                else None,
+                sandbox=walls if access.command is not None else None,
+                hosts=hosts,
                 loop_id=ctx.loop_id,
             )
         )
@@ -393,6 +394,7 @@ class ToolRegistry:
             ctx = dataclasses.replace(ctx, approved_diff=call.approved_diff)
         if here is not None:
             ctx = dataclasses.replace(ctx, cwd=here)
+        ctx = on_its_host(ctx, authorization)
         result = _cleaned(await self._run_cancellable(tool, params, ctx))
         if not tool.streams_output and result.text and not result.is_error:
             ctx.emit("stdout", result.text)

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, cast
 from textual import events, on, work
 from textual.actions import SkipAction
 from textual.app import App, ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Input, TextArea
 from textual.worker import Worker, WorkerState
@@ -45,13 +44,17 @@ from tui.ui.chat.panel import ChatPanel
 from tui.ui.chat.todo import TodoList
 from tui.ui.commands import SlashCommandProvider, SlashCommands
 from tui.ui.control_filter import ControlFilter
+from tui.ui.fleet.control import FleetView
+from tui.ui.fleet.grid import HostCell
+from tui.ui.fleet.hosts import HostList
 from tui.ui.habits import ThemeMemory, cycle_mode
 from tui.ui.interrupt import QUIT_HINT, QUIT_WINDOW, CtrlC
+from tui.ui.keymap import APP_BINDINGS
 from tui.ui.messages import BusBatch, PromptSubmitted, ToolBlockAction
 from tui.ui.mirror.messages import PaneKeys, PaneRelease
 from tui.ui.mirror.pane import MirrorPanel
 from tui.ui.pane_control import PaneControl
-from tui.ui.panels import SWITCH_KEY, ZOOM_KEY, PanelLayout, PanelTabs
+from tui.ui.panels import PanelLayout, PanelTabs
 from tui.ui.prompt.history import PromptHistory
 from tui.ui.prompt.input import PromptInput
 from tui.ui.prompt.mentions import attach_mentions
@@ -71,7 +74,15 @@ if TYPE_CHECKING:
     from tui.ui.autoapprove import AutoApprove
     from tui.views import TrustView
 
-STYLES = ("app.tcss", "chat.tcss", "tools.tcss", "mirror.tcss", "status.tcss", "prompt.tcss")
+STYLES = (
+    "app.tcss",
+    "chat.tcss",
+    "tools.tcss",
+    "mirror.tcss",
+    "status.tcss",
+    "prompt.tcss",
+    "fleet.tcss",
+)
 
 
 class AgentApp(App[int]):
@@ -97,29 +108,7 @@ class AgentApp(App[int]):
     """Esc cancels a turn (or reaches the pane being typed into); f5 leaves the zoom."""
     CSS_PATH = [str(styles_dir() / name) for name in STYLES]
     COMMANDS = App.COMMANDS | {SlashCommandProvider}
-    BINDINGS = [
-        Binding("escape", "cancel_turn", "Cancel"),
-        # Priority: the prompt's own ctrl+c (copy) would swallow it otherwise; a selection is
-        # still copied (see ``action_interrupt``).
-        Binding("ctrl+c", "interrupt", "Cancel / quit", show=False, priority=True),
-        Binding("ctrl+t", "take_pane", "Take pane"),
-        Binding("f4", "toggle_mirror", "Mirror"),
-        # Priority: the prompt's text area would take f6 (select line) for itself.
-        Binding(ZOOM_KEY, "zoom_mirror", "Zoom", priority=True),
-        Binding(SWITCH_KEY, "switch_panel", "Switch panel", priority=True),
-        Binding("ctrl+o", "toggle_latest", "Expand"),
-        Binding("ctrl+l", "latest_output", "Output"),
-        Binding("ctrl+g", "grants", "Grants"),
-        # Priority: the prompt's text area binds ctrl+y to redo (super+y still redoes there).
-        Binding("ctrl+y", "copy_answer", "Copy answer", show=False, priority=True),
-        Binding("ctrl+right_square_bracket", "release_pane", "Give the pane back"),
-        # Priority, so the prompt's own keys (focus back, delete right) do not take them
-        # first; each action passes the key on (SkipAction) where it is not meant.
-        Binding("shift+tab", "cycle_mode", "Cycle approval mode", show=False, priority=True),
-        Binding("ctrl+d", "quit_when_empty", "Quit (empty prompt)", show=False, priority=True),
-        Binding("alt+left", "resize_columns(-4)", "Narrower chat", show=False),
-        Binding("alt+right", "resize_columns(4)", "Wider chat", show=False),
-    ]
+    BINDINGS = APP_BINDINGS
 
     def __init__(
         self,
@@ -215,6 +204,7 @@ class AgentApp(App[int]):
         )
         self.todo = TodoList(id="todo")
         self.tools = ToolPanel(id="tools", clock_ms=lambda: self.clock() * 1000)
+        self.hosts = HostList(id="hosts")
         self.mirror = MirrorPanel(id="mirror")
         self.status = StatusBar(id="status")
         with Horizontal(id="main"):
@@ -225,7 +215,9 @@ class AgentApp(App[int]):
                 yield self.prompt
             with Vertical(id="right"):
                 yield PanelTabs(id="panel-tabs")
-                yield self.tools
+                with Horizontal(id="tools-row"):
+                    yield self.tools
+                    yield self.hosts
                 yield self.mirror
         yield self.status
         yield Footer()
@@ -241,6 +233,7 @@ class AgentApp(App[int]):
             self.query_one(PanelTabs),
             self.mirror,
         )
+        self.fleet = FleetView(self, self.panes, self.hosts, self.query_one("#right"))
         self.panels.fit(self.size.width)
         self.set_interval(1.0, self._tick)
         self.prompt.focus()
@@ -497,6 +490,14 @@ class AgentApp(App[int]):
 
     def action_take_pane(self) -> None:
         self.panes.take()
+
+    def action_focus_host(self) -> None:
+        """A fleet: the highlighted host's pane full-size, or back to the grid of hosts."""
+        self.fleet.toggle()
+
+    @on(HostCell.Chosen)
+    def _host_chosen(self, message: HostCell.Chosen) -> None:
+        self.fleet.choose(message.host)
 
     def action_release_pane(self) -> None:
         self.panes.release()

@@ -18,12 +18,25 @@ if TYPE_CHECKING:
     from tui.session import AgentSession, SettingsReload
     from tui.ui.chat.panel import ChatPanel
     from tui.ui.chat.todo import TodoList
-    from tui.ui.mirror.pane import MirrorPanel
+    from tui.ui.mirror.pane import MirrorPanel, PaneFrame
     from tui.ui.panels import PanelLayout
     from tui.ui.prompt.input import PromptInput
     from tui.ui.status.bar import StatusBar
     from tui.ui.tools.panel import ToolPanel
     from tui.views import TrustView
+
+
+class FleetPanel(Protocol):
+    """A fleet's host list and grid, as the session link and the event router use them
+    (``tui.ui.fleet.control.FleetView``)."""
+
+    def attach(self, session: AgentSession) -> None: ...
+
+    def host_state(self, event: Any) -> None: ...
+
+    def frame(self, frame: PaneFrame) -> bool: ...
+
+    def follows(self, actor: str) -> bool: ...
 
 
 class AppHost(Protocol):
@@ -47,6 +60,9 @@ class AppHost(Protocol):
         """Send ``text`` as the person's message (no slash command is read in it)."""
 
     async def action_quit(self) -> None: ...
+
+    @property
+    def fleet(self) -> FleetPanel: ...
 
     def notify(
         self,

@@ -41,6 +41,8 @@ class PaneControl:
         """The person chose ``target`` (``/pane %3``): frames of others do not move it."""
         self.frames: dict[str, PaneFrame] = {}
         """The last frame of each pane seen (at most ``KEPT_FRAMES``)."""
+        self.fleet_host: str | None = None
+        """The fleet host whose pane the mirror shows (None: the session's default target)."""
         self._keys: list[Typed] = []
         self._sending = False
         self._keys_failing = False
@@ -101,8 +103,20 @@ class PaneControl:
             if (frame.width, frame.height) != mirror.inner_size():
                 self.fit()
 
+    def focus_host(self, host: str | None) -> None:
+        """Follow ``host``'s panes from now on (a fleet; None: the default target's)."""
+        if host == self.fleet_host:
+            return
+        self.release()
+        self.fleet_host = host
+        self.frames.clear()
+        self.target = None
+        self.pinned = False
+
     def fit(self) -> None:
         """The followed pane takes the mirror box's inner size (debounced, at least 20x5)."""
+        if self.fleet_host is not None:
+            return  # another fleet host's pane keeps its own size (the grid shows it small)
         if self._sizer is not None and self.target is not None:
             self._sizer.request(self.target, *self.host.mirror.inner_size())
 
@@ -123,7 +137,7 @@ class PaneControl:
     def take(self) -> None:
         host = self.host
         session = host.session
-        if not session.supports_tmux:
+        if not self._has_panes(session):
             host.notify(
                 f"no tmux pane: the backend is {session.actor}", severity="warning", markup=False
             )
@@ -141,6 +155,11 @@ class PaneControl:
             f"you have the keyboard of tmux {self.target}; ctrl+] gives it back",
             level="warning",
         )
+
+    def _has_panes(self, session: AgentSession) -> bool:
+        if self.fleet_host is None:
+            return session.supports_tmux
+        return isinstance(session.pane_keyboard(self.fleet_host), PaneKeyboard)
 
     def release(self) -> None:
         if not self.holding:
@@ -169,7 +188,10 @@ class PaneControl:
 
     async def _send(self) -> None:
         """Send what was typed, in order; a failure is said once per take-over, never ends it."""
-        backend = self.host.session.backend
+        session = self.host.session
+        backend = (
+            session.backend if self.fleet_host is None else session.pane_keyboard(self.fleet_host)
+        )
         if not isinstance(backend, PaneKeyboard):  # ``take`` already refused such a backend
             self._keys.clear()
             self._sending = False

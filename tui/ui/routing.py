@@ -18,6 +18,7 @@ from tui.events import (
     ApprovalsWaiting,
     AssistantMessage,
     Event,
+    FleetHostState,
     PaneSnapshot,
     TodoListUpdated,
     ToolCallCompleted,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from tui.ui.approval.flow import ApprovalFlow
     from tui.ui.attention import Attention
     from tui.ui.chat.todo import TodoList
+    from tui.ui.host import FleetPanel
     from tui.ui.pane_control import PaneControl
     from tui.ui.status.usage import UsageMeter
 
@@ -46,6 +48,8 @@ class EventRouter:
         usage: Counts tokens and keeps the turn's state.
         todo: The main loop's todo list.
         attention: Times the main loop's turns and keeps its last answer (live events only).
+        fleet: A fleet's host list and grid (frames of every host; the focused one's also go
+            to the full-size mirror).
     """
 
     def __init__(
@@ -55,16 +59,19 @@ class EventRouter:
         usage: UsageMeter,
         todo: TodoList,
         attention: Attention,
+        fleet: FleetPanel | None = None,
     ) -> None:
         self.panes = panes
+        self.fleet = fleet
         self.approvals = approvals
         self.usage = usage
         self.todo = todo
         self.attention = attention
         self._replay = False
-        self._snapshots: dict[str, PaneSnapshot] = {}
+        self._snapshots: dict[tuple[str, str], PaneSnapshot] = {}
         self._handlers: dict[type[Event], Callable[[Any], None]] = {
             PaneSnapshot: self._pane_snapshot,
+            FleetHostState: self._fleet_host,
             Usage: self.usage.add,
             ToolCallStarted: self._tool_started,
             ApprovalRequested: self._approval_requested,
@@ -88,13 +95,21 @@ class EventRouter:
                 handler(event)
         # Only the newest frame of each pane in a batch is worth drawing.
         for snapshot in self._snapshots.values():
-            self.panes.show(PaneFrame.from_event(snapshot))
+            frame = PaneFrame.from_event(snapshot)
+            if self.fleet is None or self.fleet.frame(frame):
+                self.panes.show(frame)
 
     def _pane_snapshot(self, event: PaneSnapshot) -> None:
-        self._snapshots[event.pane_id] = event
+        # Keyed by where the pane lives too: two hosts of a fleet both have a %0.
+        self._snapshots[(event.actor.split("/tmux", 1)[0], event.pane_id)] = event
+
+    def _fleet_host(self, event: FleetHostState) -> None:
+        if self.fleet is not None:
+            self.fleet.host_state(event)
 
     def _tool_started(self, event: ToolCallStarted) -> None:
-        if not self._replay:  # a saved call's pane belonged to an earlier run's tmux server
+        if not self._replay and (self.fleet is None or self.fleet.follows(event.actor)):
+            # a saved call's pane belonged to an earlier run's tmux server
             self.panes.agent_acted(event.actor)
 
     def _approval_requested(self, event: ApprovalRequested) -> None:

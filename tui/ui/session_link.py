@@ -79,7 +79,9 @@ class SessionLink:
 
         host = self.host
         self.session = session
-        self.router = EventRouter(self.panes, self.approvals, self.usage, host.todo, self.attention)
+        self.router = EventRouter(
+            self.panes, self.approvals, self.usage, host.todo, self.attention, host.fleet
+        )
         host.session_ready.set()
         host.refresh_bindings()  # the footer shows what is possible now
         host.tools.spill_dir = tool_output_dir() / "ui" / session.session_id
@@ -103,6 +105,7 @@ class SessionLink:
             sandbox=session.sandbox_status,
         )
         self.panes.attach(session)
+        host.fleet.attach(session)
         host.prompt.completion_source = SessionSource(session)
         if session.loop is None:
             reason = session.provider_error or "no model provider is configured"

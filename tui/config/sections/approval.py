@@ -23,6 +23,8 @@ class SavedGrant(BaseModel):
     """The canonical workspace it applies to, or ``*`` for all."""
     created: float = 0
     """Unix seconds when it was granted."""
+    hosts: str | None = None
+    """A fleet's hosts or groups (a host pattern) it holds on; unset: everywhere."""
 
     @field_validator("rule")
     @classmethod

@@ -108,6 +108,8 @@ class RemoteSandbox(Sandbox):
             self.unavailable = 'the sandbox is off ([sandbox] mode = "off")'
             return f"{self.unavailable}: commands on {self.host_name} run unconfined"
         facts = await self._probe()
+        # The same probe's places serve the first commands (one round trip less per host).
+        self._places, self._found_at = _places_from(facts), time.monotonic()
         if facts.get("works") is not None and facts.get("bwrap"):
             self.bwrap = facts["bwrap"][0]
             self._no_userns = "no_userns" in facts

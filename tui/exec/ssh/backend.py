@@ -60,6 +60,8 @@ class SSHBackend(CommandBackend):
         default_cwd: Remote working directory when ``run`` gets none; default the login home.
         drain_timeout: Seconds to keep reading after the command exited while a background
             process still holds its output.
+        label: The name the person knows the host by (a fleet's inventory name), for
+            ``actor``; unset: ``user@host`` as typed.
     """
 
     SUPPORTS_SPAWN = True
@@ -74,8 +76,10 @@ class SSHBackend(CommandBackend):
         connect_timeout: float = 10.0,
         default_cwd: str | None = None,
         drain_timeout: float = 2.0,
+        label: str | None = None,
     ) -> None:
         self.target = target if isinstance(target, SSHTarget) else SSHTarget.parse(target)
+        self.label = label
         self._default_cwd = default_cwd
         self.sandbox: Sandbox | None = None
         """The host's own sandbox (``RemoteSandbox``), set once its probe found bwrap working."""
@@ -106,12 +110,19 @@ class SSHBackend(CommandBackend):
 
     @property
     def actor(self) -> str:
-        return f"ssh:{self.target.short}"
+        return f"ssh:{self.label or self.target.short}"
 
     @property
     def display(self) -> str:
         """``user@host:port`` as resolved through the ssh config, for error messages."""
         return self._connection.display
+
+    def start_in(self, cwd: str) -> None:
+        """Where commands, relative paths and processes start from now on (a fleet host's
+        workspace, learnt on the connection it is then kept on)."""
+        self._default_cwd = cwd
+        self._runner._default_cwd = cwd
+        self._files._default_cwd = cwd
 
     # -- commands -----------------------------------------------------------------------------
 

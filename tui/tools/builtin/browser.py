@@ -145,7 +145,7 @@ Examples: {"action": "open", "url": "http://localhost:3000/login"};
         except ImportError:
             raise ExecutionFailed(
                 "the browser tool needs Playwright's Python package: "
-                "pip install 'agent-tui[browser]'"
+                "pip install 'agent-tui-cli[browser]'"
             ) from None
         policy = ctx.policy
 

@@ -172,7 +172,8 @@ async def launch(executable: str, sandbox: Sandbox | None = None) -> Launched:
         from playwright.async_api import Error, async_playwright
     except ImportError:
         raise NoBrowser(
-            "the browser tool needs Playwright's Python package: pip install 'agent-tui[browser]'"
+            "the browser tool needs Playwright's Python package: "
+            "pip install 'agent-tui-cli[browser]'"
         ) from None
     held = dead_port()
     scratch: Path | None = None

@@ -180,6 +180,8 @@ tmux_capture_pane"}; {"command": "make test", "wait": "5m", "cwd": "services/api
     def __init__(self, *, disk_cap: int = DEFAULT_DISK_CAP) -> None:
         self.disk_cap = disk_cap
         """Bytes of each stream saved to the full-output file (``[agent] output_disk_cap``)."""
+        self.fleet: Any = None
+        """The session's fleet, for ``hosts`` (which a session on a fleet adds to the schema)."""
 
     def spools(self, ctx: ToolContext) -> dict[str, StreamSpool]:
         """One spool per stream, fed from the live sink: the saved file gets everything."""
@@ -203,6 +205,15 @@ tmux_capture_pane"}; {"command": "make test", "wait": "5m", "cwd": "services/api
         )
 
     async def execute(self, params: RunShellParams, ctx: ToolContext) -> ToolResult:
+        if ctx.fanout is not None and self.fleet is not None:
+            from tui.tools.builtin.fanout import run_fanout
+
+            if params.wait is False or params.target or params.session or params.pane:
+                raise ExecutionFailed("a fan-out (hosts) waits for every host: drop wait/pane")
+            timeout = _wait_seconds(params.wait) or params.timeout or DEFAULT_TIMEOUT
+            return await run_fanout(
+                params.command, ctx, self.fleet, timeout=timeout, cwd=params.cwd
+            )
         tmux = bool(getattr(ctx.backend, "SUPPORTS_TMUX", False))
         selectors = [n for n in ("target", "session", "pane") if getattr(params, n) is not None]
         if not tmux and (params.wait is False or selectors):

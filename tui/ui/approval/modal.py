@@ -37,10 +37,15 @@ from tui.safe_text import one_line
 from tui.ui.approval import texts
 from tui.ui.approval.always_form import AlwaysForm, exact_rules
 from tui.ui.approval.gate import AnswerGate, is_typing, typed_at
+from tui.ui.approval.hosts_form import HostsForm, grant_scope, hosts_text
 
-ANSWER_ACTIONS = frozenset({"allow_once", "allow_always", "deny", "deny_message", "back"})
+ANSWER_ACTIONS = frozenset(
+    {"allow_once", "allow_always", "allow_hosts", "deny", "deny_message", "back"}
+)
 BODY_MIN_LINES = 3
-FORM_TYPING = frozenset({"allow_once", "allow_always", "deny", "deny_message", "open_diff"})
+FORM_TYPING = frozenset(
+    {"allow_once", "allow_always", "allow_hosts", "deny", "deny_message", "open_diff"}
+)
 
 __all__ = ["ApprovalScreen", "CommandBody", "exact_rules"]
 
@@ -87,6 +92,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         Binding("a", "allow_always", "Allow always…"),
         Binding("n", "deny", "Deny"),
         Binding("m", "deny_message", "Deny with message…"),
+        Binding("h", "allow_hosts", "Some hosts…"),
         Binding("escape", "back", "Back / deny", show=False),
         # Above the form's radio sets, rule list and buttons, which take Enter for themselves
         # otherwise: "⏎ confirms" is then true whatever has focus.
@@ -95,7 +101,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     ]
 
     form: var[str] = var("", init=False)
-    """``""``, ``always`` or ``message``: which sub-form is open."""
+    """``""``, ``always``, ``message`` or ``hosts``: which sub-form is open."""
 
     def __init__(
         self,
@@ -130,10 +136,19 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
                     yield Static(
                         texts.segments_table(request, self._risk_style), id="approval-segments"
                     )
+                if request.hosts:
+                    yield Static(
+                        hosts_text(
+                            request, self._color("warning", "yellow"), self._color("error", "red")
+                        ),
+                        id="approval-hosts",
+                    )
             # Docked at the bottom of the box: whatever the command's length and the
             # terminal's size, the question and the ways to answer stay on screen.
             with Vertical(id="approval-footer"):
                 yield AlwaysForm(request)
+                if request.hosts:
+                    yield HostsForm(request)
                 with Vertical(id="message-form") as form:
                     form.border_title = "Deny, and tell the model why (it reads this)"
                     yield Input(id="deny-message", placeholder="e.g. use the staging host instead")
@@ -212,7 +227,12 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         return texts.header_text(self.request, self._risk_style, self._color("warning", "yellow"))
 
     def _keys(self) -> Text:
-        return texts.keys_text(self.gate.remaining(self.monotonic()))
+        keys = texts.keys_text(self.gate.remaining(self.monotonic()))
+        if self.request.hosts and self.answering:
+            keys.append("   ")
+            keys.append(" h ", "bold reverse")
+            keys.append(" some hosts…")
+        return keys
 
     # -- the gate --------------------------------------------------------------------------
 
@@ -249,12 +269,15 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     def watch_form(self, form: str) -> None:
         self.set_class(form == "always", "-always")
         self.set_class(form == "message", "-message")
+        self.set_class(form == "hosts", "-hosts")
         self.call_after_refresh(self.fit_body)
         if form == "always":
             # Enter right away grants exactly what is listed, for this session.
             self.query_one("#always-ok", Button).focus()
         elif form == "message":
             self.query_one("#deny-message", Input).focus()
+        elif form == "hosts":
+            self.query_one("#hosts-list", SelectionList).focus()
         else:
             self.query_one(CommandBody).focus()
 
@@ -266,6 +289,10 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
 
     def action_deny(self) -> None:
         self.dismiss(ApprovalAnswer.deny())
+
+    def action_allow_hosts(self) -> None:
+        if self.request.hosts:
+            self.form = "hosts"
 
     def action_deny_message(self) -> None:
         self.form = "message"
@@ -283,6 +310,11 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         elif self.form == "message":
             message = self.query_one("#deny-message", Input).value.strip()
             self.dismiss(ApprovalAnswer.deny(message or None))
+        elif self.form == "hosts":
+            if self.focused is not None and self.focused.id == "hosts-back":
+                self.form = ""
+                return
+            self.dismiss(self.query_one(HostsForm).answer())
 
     def action_back(self) -> None:
         if self.form:
@@ -291,8 +323,20 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
             self.dismiss(ApprovalAnswer.deny())
 
     def always_answer(self) -> ApprovalAnswer:
-        """The answer the allow-always form describes right now."""
-        return self.query_one(AlwaysForm).answer()
+        """The answer the allow-always form describes right now (a fan-out's grant holds on
+        the asked hosts' group, or those hosts: the body says which)."""
+        answer = self.query_one(AlwaysForm).answer()
+        if self.request.hosts and answer.decision.value == "allow_always":
+            return answer.model_copy(update={"grant_hosts": grant_scope(self.request)})
+        return answer
+
+    @on(Button.Pressed, "#hosts-ok")
+    def _hosts_ok(self) -> None:
+        self.dismiss(self.query_one(HostsForm).answer())
+
+    @on(Button.Pressed, "#hosts-back")
+    def _hosts_back(self) -> None:
+        self.form = ""
 
     @on(Input.Changed, "#always-pattern")
     def _pattern_edited(self, event: Input.Changed) -> None:
@@ -327,6 +371,8 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         if self.form:
             # While a form is open its letters are typing, not answers; Esc closes it.
             return action not in FORM_TYPING
+        if action == "allow_hosts" and not self.request.hosts:
+            return False
         if action in ANSWER_ACTIONS and not self.answering:
             return None  # shown, but it answers nothing yet (see ``gate``)
         return True

@@ -80,6 +80,8 @@ class GrantsScreen(ModalScreen[int]):
         self._rows = list(self.grants.list())
         for grant in self._rows:
             where = "every workspace" if grant.workspace == "*" else grant.workspace
+            if grant.hosts:
+                where = f"hosts {grant.hosts} · {where}"
             if self.narrow:
                 if grant.workspace != "*":
                     where = "…/" + where.rstrip("/").rsplit("/", 1)[-1]
@@ -128,6 +130,7 @@ if __name__ == "__main__":
         scope: str = "session"
         workspace: str = "*"
         created: float = field(default_factory=time.time)
+        hosts: str | None = None
 
     @dataclass
     class _Grants:

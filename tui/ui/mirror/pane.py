@@ -200,6 +200,8 @@ class MirrorPanel(Vertical):
         self.mirror = PaneMirror(id="pane-mirror")
         self.placeholder = Static("", id="mirror-placeholder")
         self.unavailable: str | None = None
+        self.note: str | None = None
+        """Said after the title (a fleet's focused host)."""
 
     def compose(self) -> ComposeResult:
         yield self.placeholder
@@ -236,7 +238,17 @@ class MirrorPanel(Vertical):
         if holding:
             self.mirror.focus()
 
+    def refresh_titles(self, note: str | None) -> None:
+        """Redraw the frame's titles; ``note`` (a fleet's focused host) is added to them."""
+        self.note = note
+        self._refresh_frame_titles()
+
     def _refresh_frame_titles(self) -> None:
+        if self.has_class("-grid"):  # a fleet's grid of hosts' panes fills the box
+            self.mirror.display = self.placeholder.display = False
+            self.border_title = "fleet · every host's pane"
+            self.border_subtitle = "enter or click: a host full-size · f7 back and forth"
+            return
         frame = self.mirror.frame
         has_frame = frame is not None
         self.mirror.display = has_frame
@@ -262,7 +274,7 @@ class MirrorPanel(Vertical):
         self.border_title = (
             f"tmux {escape(frame.pane_id)} · {walls}{escape(frame.actor)} · "
             f"{frame.width}\u00d7{frame.height}"
-        )
+        ) + (f" · {escape(self.note)}" if self.note else "")
         if self.mirror.holding:
             self.border_subtitle = "[b]YOU have the keyboard[/b] · ctrl+] gives it back"
         else:

@@ -20,6 +20,7 @@ from tui.safe_text import loads_or
 from tui.spill import DEFAULT_DISK_CAP
 from tui.ui.follow import TailFollowing
 from tui.ui.tools.block import ToolBlock, ToolCallState
+from tui.ui.tools.host_rows import HostRows
 from tui.ui.tools.output import OutputBuffer
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
         ApprovalRequested,
         ApprovalResolved,
         Event,
+        FanoutHostUpdate,
         ToolCallCompleted,
         ToolCallRequested,
         ToolCallSkipped,
@@ -60,6 +62,8 @@ class ToolPanel(TailFollowing):
         """Bytes each block's spill file may hold (``[agent] output_disk_cap``)."""
         self.clock_ms = clock_ms
         self.blocks: dict[str, ToolBlock] = {}
+        self.host_rows: dict[str, HostRows] = {}
+        """A fan-out's per-host rows, mounted under its block."""
         self.pruned = 0
         self._hint: EmptyHint | None = None
         self._table: dict[type[Event], Callable[[Any], ToolBlock | None]] | None = None
@@ -164,6 +168,7 @@ class ToolPanel(TailFollowing):
             from tui.events import (
                 ApprovalRequested,
                 ApprovalResolved,
+                FanoutHostUpdate,
                 ToolCallCompleted,
                 ToolCallRequested,
                 ToolCallSkipped,
@@ -181,6 +186,7 @@ class ToolPanel(TailFollowing):
                 ToolProgress: self._progress,
                 ToolCallSkipped: self._skipped,
                 ToolCallCompleted: self._completed,
+                FanoutHostUpdate: self._host_update,
             }
         return self._chunk_type, self._table
 
@@ -278,6 +284,17 @@ class ToolPanel(TailFollowing):
         state.output.close()
         return block
 
+    def _host_update(self, event: FanoutHostUpdate) -> ToolBlock | None:
+        block = self.blocks.get(event.tool_call_id)
+        if block is None:
+            return None
+        rows = self.host_rows.get(event.tool_call_id)
+        if rows is None:
+            rows = self.host_rows[event.tool_call_id] = HostRows(event.tool_call_id)
+            self.mount(rows, after=block)
+        rows.apply(event)
+        return None
+
     def tick(self, now_ms: float) -> None:
         for block in self.blocks.values():
             if block.state.status == "running":
@@ -295,12 +312,14 @@ class ToolPanel(TailFollowing):
                 del self.blocks[call_id]
                 excess -= 1
         if doomed:
-            self.remove_children(doomed)
+            rows = [self.host_rows.pop(b.state.call_id, None) for b in doomed]
+            self.remove_children([*doomed, *(r for r in rows if r is not None)])
             self.pruned += len(doomed)
         return len(doomed)
 
     def clear_blocks(self) -> None:
         self.blocks.clear()
+        self.host_rows.clear()
         self.remove_children()
         self._hint = None
         self.reset_follow()
