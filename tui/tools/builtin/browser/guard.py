@@ -10,7 +10,7 @@ Why the browser never touches the network itself:
   is *fulfilled* with the answer.
 * Playwright's routes do not see redirects a browser follows by itself, nor WebSockets, so the
   browser is started with its proxy set to a port we hold bound and never listen on, loopback
-  included (``browser_launch``): whatever is not fulfilled here fails with a connection error
+  included (``launch``): whatever is not fulfilled here fails with a connection error
   and reaches nothing. Redirects are therefore followed here, each hop judged like the first:
   a navigation gets a tiny page that replaces itself with the next hop (so the address bar,
   relative links and history stay right, and the next hop comes back through this guard), a

@@ -13,13 +13,13 @@ from typing import ClassVar
 
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess
-from tui.tools.builtin.file_io import (
+from tui.tools.builtin.files.access import (
     display_path,
     not_found,
     path_kind,
     plural,
 )
-from tui.tools.builtin.grep_engines import (
+from tui.tools.builtin.search.grep_engines import (
     Collector,
     FileHits,
     GrepOutcome,
@@ -27,8 +27,8 @@ from tui.tools.builtin.grep_engines import (
     python_grep,
     rg_grep_args,
 )
-from tui.tools.builtin.grep_query import GrepSearchParams, compile_pattern
-from tui.tools.builtin.search_ripgrep import (
+from tui.tools.builtin.search.grep_query import GrepSearchParams, compile_pattern
+from tui.tools.builtin.search.ripgrep import (
     Deadline,
     SearchEngine,
     first_error,

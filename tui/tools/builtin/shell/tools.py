@@ -21,7 +21,7 @@ from tui.security.permissions import PermissionMode
 from tui.spill import DEFAULT_DISK_CAP, SPILL
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.builtin.durations import FORMS, parse_duration
-from tui.tools.builtin.full_output import StreamSpool, spooled_view
+from tui.tools.builtin.shell.full_output import StreamSpool, spooled_view
 from tui.tools.builtin.tmux_common import Why
 from tui.tools.context import ToolContext
 from tui.tools.duration_words import format_duration
@@ -206,7 +206,7 @@ tmux_capture_pane"}; {"command": "make test", "wait": "5m", "cwd": "services/api
 
     async def execute(self, params: RunShellParams, ctx: ToolContext) -> ToolResult:
         if ctx.fanout is not None and self.fleet is not None:
-            from tui.tools.builtin.fanout import run_fanout
+            from tui.tools.builtin.shell.fanout import run_fanout
 
             if params.wait is False or params.target or params.session or params.pane:
                 raise ExecutionFailed("a fan-out (hosts) waits for every host: drop wait/pane")

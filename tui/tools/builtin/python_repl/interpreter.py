@@ -18,7 +18,7 @@ from tui.errors import ExecutionFailed
 from tui.exec.backend import BackendError, ExecutionBackend, InteractiveProcess
 from tui.tools.context import ToolContext
 
-DRIVER_PATH = Path(__file__).with_name("python_repl_driver.py")
+DRIVER_PATH = Path(__file__).with_name("driver.py")
 """The driver program, shipped as a file in the package and sent to the target as text."""
 KEEP_HEAD = 1_000_000
 KEEP_TAIL = 100_000

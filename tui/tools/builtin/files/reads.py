@@ -14,7 +14,7 @@ from typing import Any
 
 from tui.errors import InvalidArguments
 from tui.image_info import image_info
-from tui.tools.builtin.file_io import human_size, plural, split_lines
+from tui.tools.builtin.files.access import human_size, plural, split_lines
 from tui.tools.result import ContentPart, ImageContent, ToolResult
 
 MAX_LINE_CHARS = 2000

@@ -7,7 +7,7 @@
   sync, safe browsing lists, first-run pings: on a closed network they only fail and retry),
   no QUIC, WebRTC only through the proxy, and a proxy that goes nowhere: a loopback port this
   process holds bound and never listens on, loopback itself included (``<-loopback>``). Every
-  request the guard does not answer fails there (see ``browser_guard``).
+  request the guard does not answer fails there (see ``guard``).
 * As root Chromium refuses its own sandbox, so it runs with ``--no-sandbox`` then only (the
   guard, not Chromium's sandbox, is what keeps a page off the network).
 * The profile is Playwright's fresh temporary one per launch, removed when the browser closes.

@@ -28,7 +28,7 @@ from tui.errors import ExecutionFailed, InvalidArguments, NotFound
 from tui.locations import data_dir
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
-from tui.tools.builtin.sqlite_db import connect, split_statements
+from tui.tools.builtin.memory.sqlite_db import connect, split_statements
 from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
 

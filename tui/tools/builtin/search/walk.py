@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tui.tools.builtin.file_io import (
+from tui.tools.builtin.files.access import (
     SKIP_DIRS,
 )
-from tui.tools.builtin.search_globs import GlobRule
+from tui.tools.builtin.search.globs import GlobRule
 
 
 @dataclass

@@ -19,7 +19,7 @@ from pydantic import Field
 from tui.errors import ExecutionFailed
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
-from tui.tools.builtin.web_requests import charset_of, send_request, status_error
+from tui.tools.builtin.web.request import charset_of, send_request, status_error
 from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
 

@@ -5,7 +5,7 @@ Why it is built this way:
 * The interpreter is started through the execution backend's ``spawn``, so it runs where the
   agent's commands run (this machine, a container, an SSH host), lazily on the first call,
   and lives as long as the tool object: one interpreter per session.
-* A small driver program (``python_repl_driver.py``, stdlib only, run with
+* A small driver program (``driver.py``, stdlib only, run with
   ``python3 -u -c``) speaks a framed protocol over a *private* copy of its stdout. File
   descriptors 1 and 2 become pipes the driver reads in two threads and forwards as framed
   chunks, so anything the user's code (or a subprocess it starts, or a C extension) writes is
@@ -35,7 +35,7 @@ from tui.exec.backend import BackendError, ExecutionBackend
 from tui.security.confinement import Confinement
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
-from tui.tools.builtin.python_repl_interpreter import (
+from tui.tools.builtin.python_repl.interpreter import (
     CallOutput,
     FrameReader,
     Interpreter,

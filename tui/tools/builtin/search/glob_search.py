@@ -1,7 +1,7 @@
 """``glob_search``: files by name, with ripgrep or the Python walk.
 
 The pattern's literal leading folders become the search root (a smaller walk, and the root
-the policy judges); both engines list the files and one regex from ``search_globs`` picks the
+the policy judges); both engines list the files and one regex from ``globs`` picks the
 matches, sorted by path (or newest first) so a capped answer is the same every time, with the
 total in the first line.
 """
@@ -19,15 +19,15 @@ from pydantic import Field
 from tui.errors import InvalidArguments
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
-from tui.tools.builtin.file_io import (
+from tui.tools.builtin.files.access import (
     display_path,
     is_local,
     not_found,
     path_kind,
     plural,
 )
-from tui.tools.builtin.search_globs import MAGIC_CHARS, glob_regex, split_components
-from tui.tools.builtin.search_ripgrep import (
+from tui.tools.builtin.search.globs import MAGIC_CHARS, glob_regex, split_components
+from tui.tools.builtin.search.ripgrep import (
     Deadline,
     SearchEngine,
     ripgrep_binary,
@@ -35,7 +35,7 @@ from tui.tools.builtin.search_ripgrep import (
     skip_globs,
     type_filter,
 )
-from tui.tools.builtin.search_walk import walk_files
+from tui.tools.builtin.search.walk import walk_files
 from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
 from tui.tools.secret_screen import SecretScreen

@@ -1,6 +1,6 @@
 """``fetch_url`` and ``http_request``: reading the web without a browser.
 
-Both send one request through ``web_requests`` (guarded client, capped body) and return the
+Both send one request through ``request`` (guarded client, capped body) and return the
 body as text; ``fetch_url`` is a plain GET that fails on a non-2xx status, ``http_request``
 sets method, headers and body and shows the status line and headers whatever the status.
 """
@@ -14,8 +14,8 @@ from pydantic import Field
 from tui.errors import ExecutionFailed
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
-from tui.tools.builtin.web_requests import decode_body, send_request, status_error
-from tui.tools.builtin.web_search import WebSearchTool
+from tui.tools.builtin.web.request import decode_body, send_request, status_error
+from tui.tools.builtin.web.web_search import WebSearchTool
 from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
 

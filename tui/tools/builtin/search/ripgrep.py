@@ -18,7 +18,7 @@ from typing import Literal
 
 from tui.errors import Cancelled, ExecutionFailed, InvalidArguments
 from tui.exec.backend import BackendError
-from tui.tools.builtin.file_io import (
+from tui.tools.builtin.files.access import (
     SKIP_DIRS,
     is_local,
 )

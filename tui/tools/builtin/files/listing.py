@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from tui.tools.builtin.file_io import SKIP_DIRS, human_size, plural
+from tui.tools.builtin.files.access import SKIP_DIRS, human_size, plural
 
 MAX_LIST_ENTRIES = 1000
 MAX_LIST_SCAN = 50_000

@@ -28,8 +28,7 @@ from tui.errors import ExecutionFailed, InvalidArguments
 from tui.exec.backend import BackendError
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
-from tui.tools.builtin.file_edits import EditFileParams, apply_edit, edit_snippet
-from tui.tools.builtin.file_io import (
+from tui.tools.builtin.files.access import (
     LIST_TIMEOUT,
     check_approved,
     display_path,
@@ -46,14 +45,15 @@ from tui.tools.builtin.file_io import (
     write_bytes,
     write_diff,
 )
-from tui.tools.builtin.file_listing import (
+from tui.tools.builtin.files.edits import EditFileParams, apply_edit, edit_snippet
+from tui.tools.builtin.files.listing import (
     MAX_LIST_ENTRIES,
     find_command,
     parse_find,
     render_listing,
     scan_local,
 )
-from tui.tools.builtin.file_reads import (
+from tui.tools.builtin.files.reads import (
     IMAGE_TYPES,
     check_readable_size,
     image_result,

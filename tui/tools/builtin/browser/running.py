@@ -30,8 +30,8 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 from tui.errors import ExecutionFailed, PermissionDenied
 from tui.exec.sandbox.sandbox import Sandbox
 from tui.security.hosts import HostPolicy
-from tui.tools.builtin.browser_guard import FileJudge, RequestGuard
-from tui.tools.builtin.browser_launch import Launched, find_chromium, kill, launch, shut
+from tui.tools.builtin.browser.guard import FileJudge, RequestGuard
+from tui.tools.builtin.browser.launch import Launched, find_chromium, kill, launch, shut
 from tui.tools.truncation import spill_file_name
 
 log = logging.getLogger(__name__)

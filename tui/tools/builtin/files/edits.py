@@ -13,8 +13,8 @@ from pydantic import Field
 
 from tui.errors import InvalidArguments
 from tui.tools.base import ToolParams
-from tui.tools.builtin.file_io import split_lines
-from tui.tools.builtin.file_reads import numbered_line
+from tui.tools.builtin.files.access import split_lines
+from tui.tools.builtin.files.reads import numbered_line
 
 
 class EditFileParams(ToolParams):

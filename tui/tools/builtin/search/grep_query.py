@@ -14,8 +14,8 @@ from pydantic import Field
 
 from tui.errors import InvalidArguments
 from tui.tools.base import ToolParams
-from tui.tools.builtin.search_globs import GlobRule
-from tui.tools.builtin.search_ripgrep import type_filter
+from tui.tools.builtin.search.globs import GlobRule
+from tui.tools.builtin.search.ripgrep import type_filter
 
 OutputMode = Literal["content", "files_with_matches", "count"]
 

@@ -1,7 +1,7 @@
 """``cron_add``, ``cron_list``, ``cron_remove``: jobs that run later, scheduled by the model.
 
-A job is a shell command or an agent prompt plus a schedule (``cron_schedule``); jobs are kept
-in a ``CronStore`` (``cron_store``) and run by ``tui.agent.scheduler.Scheduler`` while the app
+A job is a shell command or an agent prompt plus a schedule (``schedule``); jobs are kept
+in a ``CronStore`` (``store``) and run by ``tui.agent.scheduler.Scheduler`` while the app
 is open. ``cron_add`` judges a command for risk when it is added, because it will later run
 unattended.
 """
@@ -20,7 +20,7 @@ from pydantic import Field, field_validator, model_validator
 from tui.errors import ExecutionFailed, InvalidArguments, NotFound
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
-from tui.tools.builtin.cron_schedule import (
+from tui.tools.builtin.cron.schedule import (
     Schedule,
     ScheduleError,
     format_time,
@@ -29,7 +29,7 @@ from tui.tools.builtin.cron_schedule import (
     normalize_cron,
     parse_at,
 )
-from tui.tools.builtin.cron_store import CronJob, CronStore, JobKind
+from tui.tools.builtin.cron.store import CronJob, CronStore, JobKind
 from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
 

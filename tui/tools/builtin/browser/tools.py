@@ -17,7 +17,7 @@ Why it is built this way:
   SSH host or a container has no display stack to lend); ``localhost`` is this machine.
 * **One browser per agent session**, started on the first call, closed with the session, and
   stopped by the watchdog if agent-tui dies; a fresh temporary profile, never the user's.
-* **The host policy on every request**: see ``browser_guard``: the browser is fulfilled with
+* **The host policy on every request**: see ``guard``: the browser is fulfilled with
   answers fetched by the same guarded client as ``fetch_url``, and reaches nothing by itself.
 * **Screenshots are files, not pictures in the block.** The block's first lines name the
   file, its pixel size and bytes. The maintained Textual image widget (textual-image) does not
@@ -40,14 +40,14 @@ from urllib.parse import unquote, urlsplit
 from tui.errors import ExecutionFailed, InvalidArguments, NotFound, PermissionDenied, ToolError
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess
-from tui.tools.builtin.browser_params import ACTING, BrowserParams
+from tui.tools.builtin.browser.params import ACTING, BrowserParams
 from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
 from tui.tools.truncation import TruncationRule
 
 if TYPE_CHECKING:
     from tui.exec.sandbox.sandbox import Sandbox
-    from tui.tools.builtin.browser_session import BrowserSession
+    from tui.tools.builtin.browser.running import BrowserSession
 
 DEFAULT_TIMEOUT = 30.0
 START_TIMEOUT = 60.0
@@ -141,7 +141,7 @@ Examples: {"action": "open", "url": "http://localhost:3000/login"};
         if self._session is not None:
             return self._session
         try:
-            from tui.tools.builtin.browser_session import BrowserOptions, BrowserSession
+            from tui.tools.builtin.browser.running import BrowserOptions, BrowserSession
         except ImportError:
             raise ExecutionFailed(
                 "the browser tool needs Playwright's Python package: "
@@ -170,7 +170,7 @@ Examples: {"action": "open", "url": "http://localhost:3000/login"};
     async def _run(
         self, session: BrowserSession, params: BrowserParams, ctx: ToolContext
     ) -> ToolResult:
-        from tui.tools.builtin.browser_actions import HANDLERS, check_open_url
+        from tui.tools.builtin.browser.actions import HANDLERS, check_open_url
 
         timeout = params.timeout or self.action_timeout
         if params.action == "open" and params.url:

@@ -12,13 +12,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tui.tools.builtin.file_io import (
+from tui.tools.builtin.files.access import (
     looks_binary,
     split_lines,
 )
-from tui.tools.builtin.grep_query import FileFilter, GrepSearchParams, OutputMode
-from tui.tools.builtin.search_ripgrep import first_error, skip_globs
-from tui.tools.builtin.search_walk import Hides, walk_files
+from tui.tools.builtin.search.grep_query import FileFilter, GrepSearchParams, OutputMode
+from tui.tools.builtin.search.ripgrep import first_error, skip_globs
+from tui.tools.builtin.search.walk import Hides, walk_files
 
 MAX_COLUMNS = 500
 """Characters of a matching line shown; minified files should not flood the answer."""

@@ -21,8 +21,8 @@ from playwright.async_api import Locator, Page
 from tui.errors import ExecutionFailed, InvalidArguments, PermissionDenied
 from tui.locations import tool_output_dir
 from tui.spill import human_bytes
-from tui.tools.builtin.browser_params import BrowserParams
-from tui.tools.builtin.browser_session import BrowserSession
+from tui.tools.builtin.browser.params import BrowserParams
+from tui.tools.builtin.browser.running import BrowserSession
 from tui.tools.truncation import spill_file_name
 
 EVAL_CHARS = 20_000
