@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tui.security.risk.programs import program_key
+from tui.security.risk.program_names import program_key
 from tui.security.risk.tables.wrappers import WRAPPERS, WrapperSpec
 from tui.security.risk.words import Word, plain_word
 
