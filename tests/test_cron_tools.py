@@ -33,7 +33,7 @@ from tui.tools.builtin.cron.schedule import (
 )
 from tui.tools.builtin.cron.store import CronStore
 from tui.tools.builtin.cron.tools import CronAddParams, CronAddTool, cron_tools
-from tui.tools.builtin.memory.tools import memory_db_path, recall_memories, store_memory
+from tui.tools.builtin.memory.store import memory_db_path, recall_memories, store_memory
 from tui.tools.registry import ToolRegistry
 
 NY = ZoneInfo("America/New_York")

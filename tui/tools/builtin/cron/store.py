@@ -23,7 +23,7 @@ from typing import Any, Literal, TypeVar
 
 from tui.tools.builtin.cron.schedule import Schedule, first_run, following_run
 from tui.tools.builtin.memory import sqlite_db
-from tui.tools.builtin.memory.tools import memory_db_path
+from tui.tools.builtin.memory.store import memory_db_path
 
 OUTPUT_LIMIT = 16_000
 """Characters of a run's output kept in the database (head and tail, with a marker)."""
