@@ -16,6 +16,7 @@ import random
 import signal
 import subprocess
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,11 @@ def servers_of(base: str) -> list[str]:
         if listed.returncode == 0:
             live.append(name)
     return live
+
+
+def new_servers(base: str, before: set[str]) -> set[str]:
+    """Servers on our sockets that were not up ``before``."""
+    return set(servers_of(base)) - before
 
 
 def marked(marker: str) -> list[procs.Proc]:
@@ -98,7 +104,7 @@ def test_twenty_sigkills_of_a_parallel_session_lose_no_finished_call_and_leave_n
         run = cli.start(*headless(server, "run the batches", *extra, *args))
         # Once this run's own server is up (it swept the last one's first), a random point
         # of the session: the SIGKILL lands wherever it is by then.
-        wait_for(lambda b=before: set(servers_of(base)) - b, "the run's tmux server", 60)
+        wait_for(partial(new_servers, base, before), "the run's tmux server", 60)
         assert not before & set(servers_of(base)), "the last run's leftovers were not swept"
         point = rng.uniform(0.0, 1.5)
         try:

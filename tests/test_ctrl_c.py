@@ -60,11 +60,19 @@ async def test_ctrl_c_cancels_a_running_turn(workspace: Path) -> None:
         app = AgentApp(make_session(workspace, server, mode="full-auto"), cursor_blink=False)
         async with app.run_test(size=(120, 40)) as pilot:
             await send(pilot, app, "run it")
-            state = lambda: app.tools.state("call_1")  # noqa: E731
-            await until(pilot, lambda: state() and "started" in state().output_text(), "output")
+
+            def output() -> str:
+                state = app.tools.state("call_1")
+                return state.output_text() if state is not None else ""
+
+            def status() -> str | None:
+                state = app.tools.state("call_1")
+                return state.status if state is not None else None
+
+            await until(pilot, lambda: "started" in output(), "output")
             assert app.prompt.has_focus  # the prompt's own ctrl+c (copy) must not swallow it
             await pilot.press("ctrl+c")
-            await until(pilot, lambda: state().status == "cancelled", "the cancelled call")
+            await until(pilot, lambda: status() == "cancelled", "the cancelled call")
             loop = app.session.loop
             await until(pilot, lambda: loop is None or not loop.running, "the turn to end")
             assert len(server.requests) == 1  # the turn stopped: the model was not asked again
@@ -93,7 +101,7 @@ async def test_two_ctrl_c_at_idle_quit(workspace: Path) -> None:
         await pilot.press("ctrl+c")
         clock.now += 1.0
         await pilot.press("ctrl+c")
-        await until(pilot, lambda: app._exit, "the app to quit")  # type: ignore[attr-defined]
+        await until(pilot, lambda: app._exit, "the app to quit")
     assert app.return_code == 0
 
 
@@ -131,7 +139,10 @@ async def test_ctrl_c_while_holding_the_pane_goes_to_the_pane(workspace: Path) -
         await pilot.press("ctrl+t")
         assert app.holding_pane
         await pilot.press("ctrl+c", "ctrl+c", "ctrl+c")
-        sent = lambda: coalesce([typed for _, typed in backend.sent])  # noqa: E731
+
+        def sent() -> list[Typed]:
+            return coalesce([typed for _, typed in backend.sent])
+
         await until(pilot, lambda: sent() == [Typed("key", "C-c")] * 3, "three C-c in the pane")
         assert app.is_running and QUIT_HINT not in hints(app)
 

@@ -96,7 +96,7 @@ FUZZ = settings(
 def test_headless_printing_survives(raw: str) -> None:
     for fmt in ("text", "stream-json", "agent-tui-json"):
         out, err = io.StringIO(), io.StringIO()
-        printer = HeadlessPrinter(fmt, stdout=out, stderr=err, verbose=True)  # type: ignore[arg-type]
+        printer = HeadlessPrinter(fmt, stdout=out, stderr=err, verbose=True)
         for event in call_events(raw):
             printer(event)
         if fmt == "agent-tui-json":

@@ -650,6 +650,7 @@ async def test_stream_cut_midway_is_asked_again_in_the_same_turn(
         assert cut.text.endswith("[cut off: asking again]") and whole.text == "the whole answer"
         (notice,) = [n for n in rec.of(Notice) if n.message.startswith("retrying in ")]
         assert "cut off mid-answer" in notice.message and notice.level == "warning"
+        assert session.loop is not None
         assert [m.content for m in session.loop.messages if m.role == "assistant"] == [
             "the whole answer"
         ]

@@ -242,8 +242,8 @@ def test_the_planted_machine_can_tell_harm_from_none(machine: Planted) -> None:
     finally:
         for pid in processes_with(machine.token):
             os.kill(pid, 9)
-        for path in stray_files(machine.token):
-            os.unlink(path)
+        for stray in stray_files(machine.token):
+            os.unlink(stray)
         hooks.unlink(missing_ok=True)
         for path, data in before.items():
             path.write_bytes(data)

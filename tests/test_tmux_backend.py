@@ -414,7 +414,11 @@ async def test_mirror_publishes_coloured_frames_of_the_last_used_pane(
                 if any(line.startswith(watch) for line in lines):
                     seen.set()
 
-            mirror.publish = lambda event, check=check: (publish(event), check(event))
+            def both(event: Event, check: Callable[[Event], None] = check) -> None:
+                publish(event)
+                check(event)
+
+            mirror.publish = both
             if typed.startswith("echo person"):
                 await mirror.send_keys(typed, literal=True, enter=True)
             else:

@@ -299,12 +299,13 @@ async def test_relative_paths_and_the_approval_follow_the_shell(
     asked: list[ApprovalRequested] = []
     pane = backend.default_pane
     assert pane
+    person_pane: str = pane
 
     class MovesThenApproves:
         async def __call__(self, request: ApprovalRequested) -> ApprovalAnswer:
             asked.append(request)
-            await tmux(socket_name, "send-keys", "-t", pane, "-l", "cd /")
-            await tmux(socket_name, "send-keys", "-t", pane, "Enter")
+            await tmux(socket_name, "send-keys", "-t", person_pane, "-l", "cd /")
+            await tmux(socket_name, "send-keys", "-t", person_pane, "Enter")
 
             async def moved() -> bool:
                 return backend.shell_cwd() == "/"
@@ -423,9 +424,11 @@ async def test_the_block_and_the_approval_show_where_it_runs(
                 first_line = second._header().plain.split("\n")[0]
                 assert f"in {printable(str(weird))} (not the workspace)" in first_line
                 done = app.tools.state("call_1")
-                assert done.cwd_after == str(weird)
+                assert done is not None and done.cwd_after == str(weird)
                 await pilot.press("y")
-                await ui_until(pilot, lambda: app.tools.state("call_2").finished, "the command")
+                await ui_until(
+                    pilot, lambda: (s := app.tools.state("call_2")) and s.finished, "the command"
+                )
                 block = app.tools.blocks["call_2"]
                 assert f"in {printable(str(weird))}" in block._title()
                 assert (weird / "made.txt").exists()

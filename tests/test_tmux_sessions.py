@@ -309,7 +309,7 @@ def attached_client(command: str, socket_name: str, name: str) -> subprocess.Pop
 
 
 def test_help_says_how_to_find_the_agents_shell() -> None:
-    from tui.cli import build_parser
+    from tui.cli_args import build_parser
 
     text = build_parser().format_help()
     assert "/pane" in text and "tmux attach command" in " ".join(text.split())

@@ -14,6 +14,7 @@ The screen is read with ``capture-pane``; every wait is for something on it, wit
 from __future__ import annotations
 
 import json
+import operator
 import os
 import re
 import shlex
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -193,7 +195,7 @@ def test_the_trust_screen_shows_everything_and_scrolls_with_keys_at_80x24(
     for _ in range(100):  # the keyboard alone reaches the end, a few rows at a time
         terminal.keys("Down", "Down", "Down", "Down")
         before = screen
-        screen = terminal.wait_for(lambda s, before=before: s != before, "the list to scroll")
+        screen = terminal.wait_for(partial(operator.ne, before), "the list to scroll")
         rows = merge_scrolled(rows, list_rows(screen))
         if "more lines below" not in screen:
             break

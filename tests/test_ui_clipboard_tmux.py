@@ -80,7 +80,10 @@ def test_ctrl_y_reaches_a_tmux_buffer_through_osc52(
     )
     # tmux takes an application's OSC 52 as a buffer only with this on (default: external).
     tmux(socket_name, "set", "-g", "set-clipboard", "on")
-    pane = lambda: tmux(socket_name, "capture-pane", "-p")  # noqa: E731
+
+    def pane() -> str:
+        return tmux(socket_name, "capture-pane", "-p")
+
     wait("the app", lambda: "scripted-model" in pane())
     tmux(socket_name, "send-keys", "-l", "say it")
     tmux(socket_name, "send-keys", "Enter")

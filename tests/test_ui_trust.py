@@ -11,7 +11,8 @@ import pytest
 
 from tests.scripted_server import ScriptedServer
 from tests.test_ui_app import send, until
-from tui.cli import build_parser, make_app
+from tui.cli import make_app
+from tui.cli_args import build_parser
 from tui.config import USER_CONFIG_NAME
 from tui.locations import config_dir
 from tui.security.permissions import ApprovalMode

@@ -131,7 +131,7 @@ def make_app(*, provider: bool = True, backend: Any = None) -> AgentApp:
     )
 
 
-async def open_gate(pilot: Pilot) -> None:
+async def open_gate(pilot: Pilot[int]) -> None:
     """Let the approval modal's wait for answers pass (a second on the scene's clock)."""
     from tui.ui.approval.modal import ApprovalScreen
 
@@ -538,7 +538,7 @@ def approval_event() -> ApprovalRequested:
 # -- playing a scene -------------------------------------------------------------------------
 
 
-async def publish(pilot: Pilot, app: AgentApp, events: list[Event]) -> None:
+async def publish(pilot: Pilot[int], app: AgentApp, events: list[Event]) -> None:
     """Publish on the real bus and wait until the UI has applied every event."""
     await app.session_ready.wait()
     adapter = app._adapter
@@ -555,13 +555,13 @@ async def publish(pilot: Pilot, app: AgentApp, events: list[Event]) -> None:
     await pilot.pause()
 
 
-async def settle(pilot: Pilot) -> None:
+async def settle(pilot: Pilot[int]) -> None:
     await pilot.pause(0.1)
     await pilot.wait_for_scheduled_animations()
     await pilot.pause()
 
 
-Scene = tuple[Callable[[], AgentApp], Callable[[Pilot], Awaitable[None]]]
+Scene = tuple[Callable[[], AgentApp], Callable[[Pilot[int]], Awaitable[None]]]
 
 
 def scene(name: str) -> Scene:
@@ -571,7 +571,7 @@ def scene(name: str) -> Scene:
         def make() -> AgentApp:
             return make_app()
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             await settle(pilot)
 
         return make, play
@@ -581,7 +581,7 @@ def scene(name: str) -> Scene:
         def make() -> AgentApp:
             return make_app()
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             app: AgentApp = pilot.app  # type: ignore[assignment]
             half = DIAGNOSIS[: len(DIAGNOSIS) * 2 // 3]
             await publish(
@@ -603,7 +603,7 @@ def scene(name: str) -> Scene:
         def make() -> AgentApp:
             return make_app(backend=DemoTmux())
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             app: AgentApp = pilot.app  # type: ignore[assignment]
             events: list[Event] = [
                 UserMessage(text="Rebuild the frontend for staging.", ts=at(6)),
@@ -637,7 +637,7 @@ def scene(name: str) -> Scene:
         def make() -> AgentApp:
             return make_app(backend=DemoTmux())
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             app: AgentApp = pilot.app  # type: ignore[assignment]
             await publish(pilot, app, [*working_events(), snapshot_event()])
             if name in ("approval", "always"):
@@ -658,7 +658,7 @@ def scene(name: str) -> Scene:
         def make() -> AgentApp:
             return make_app(backend=DemoTmux())
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             app: AgentApp = pilot.app  # type: ignore[assignment]
             failure = "ERROR  db connection refused: DATABASE_URL is empty"
             log = "".join(
@@ -722,7 +722,7 @@ def scene(name: str) -> Scene:
             )
             return app
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             await pilot.press("ctrl+g")
             await settle(pilot)
 
@@ -733,7 +733,7 @@ def scene(name: str) -> Scene:
         def make() -> AgentApp:
             return make_app()
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             app: AgentApp = pilot.app  # type: ignore[assignment]
             await publish(pilot, app, adapters_events())
             await settle(pilot)
@@ -745,7 +745,7 @@ def scene(name: str) -> Scene:
         def make() -> AgentApp:
             return make_app()
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             from tui.ui.trust.screen import TrustScreen
 
             app: AgentApp = pilot.app  # type: ignore[assignment]
@@ -759,7 +759,7 @@ def scene(name: str) -> Scene:
         def make() -> AgentApp:
             return make_app()
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             app: AgentApp = pilot.app  # type: ignore[assignment]
             made = diff_scenes.approval if name == "diff_approval" else diff_scenes.result
             await publish(pilot, app, made(at))
@@ -775,7 +775,7 @@ def scene(name: str) -> Scene:
         def make() -> AgentApp:
             return make_app(provider=False)
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             await settle(pilot)
 
         return make, play
@@ -791,7 +791,15 @@ def scene(name: str) -> Scene:
     raise KeyError(name)
 
 
-SCENES = ("idle", "streaming", "running_tool", "working", "approval", "always", "mirror")
+SCENES: tuple[str, ...] = (
+    "idle",
+    "streaming",
+    "running_tool",
+    "working",
+    "approval",
+    "always",
+    "mirror",
+)
 SCENES += ("takeover",)
 SCENES += ("grants", "no_provider", "pager", "pager_search", "adapters", "trust")
 SCENES += ("completion",)
@@ -830,7 +838,7 @@ def cloned_repo_trust() -> Any:
     return load_settings(repo, env={}, trust=False).trust
 
 
-async def _play_live(app: AgentApp, play: Callable[[Pilot], Awaitable[None]]) -> None:
+async def _play_live(app: AgentApp, play: Callable[[Pilot[int]], Awaitable[None]]) -> None:
     await play(Pilot(app))
 
 
