@@ -31,6 +31,7 @@ import pytest
 from tests.test_headless_cli import ServerProcess, model_server  # noqa: F401
 from tests.test_loop import shell, tools_step
 from tests.tmux_helpers import clean_env, kill_server, new_socket_name
+from tests.waiting import until_blocking
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -63,14 +64,15 @@ class Terminal:
         return self.tmux("capture-pane", "-p", "-t", "app")
 
     def wait_for(self, test: Callable[[str], bool], what: str, timeout: float = DEADLINE) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            screen = self.screen()
-            if test(screen):
-                return screen
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; the screen:\n{screen}")
-            time.sleep(0.05)
+        """The screen, once ``test`` holds for it."""
+        seen = [""]
+
+        def shown() -> str | None:
+            seen[0] = self.screen()
+            return seen[0] if test(seen[0]) else None
+
+        detail = lambda: f"the screen:\n{seen[0]}"  # noqa: E731
+        return until_blocking(shown, what, timeout, every=0.05, detail=detail)
 
     def keys(self, *keys: str) -> None:
         self.tmux("send-keys", "-t", "app", *keys)
