@@ -85,6 +85,7 @@ def transcript(cli: Cli) -> Path | None:
 # -- SIGKILL at random points of a parallel session ------------------------------------------
 
 
+@pytest.mark.slow
 def test_twenty_sigkills_of_a_parallel_session_lose_no_finished_call_and_leave_nothing(
     cli: Cli, model_server: Callable[[list[dict[str, Any]]], ServerProcess], base: str
 ) -> None:

@@ -203,6 +203,7 @@ def test_every_named_attack_is_held_by_the_sandbox(machine: Planted, column: str
     judge.finish()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("column", sorted(COLUMNS))
 @pytest.mark.parametrize("klass", CLASSES)
 def test_every_dangerous_class_runs_for_real_without_harm(
@@ -390,6 +391,7 @@ def test_at_least_300_distinct_generated_variants() -> None:
     assert len(_variants()) >= 300
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("column", sorted(COLUMNS))
 def test_generated_variants_run_for_real_without_harm(machine: Planted, column: str) -> None:
     judge = Judge(machine, column)

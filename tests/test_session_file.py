@@ -236,6 +236,7 @@ def _honest_saved_outputs(request_text: str) -> None:
         )
 
 
+@pytest.mark.slow
 def test_a_small_data_disk_filled_at_random_points(
     cli: Cli,
     model_server: Callable[[list[dict[str, Any]]], ServerProcess],

@@ -144,6 +144,7 @@ LINES = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=60,
     deadline=None,

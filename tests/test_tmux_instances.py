@@ -77,6 +77,7 @@ def instance_main(base: str, workspace: str, barrier: Barrier, results: Any) -> 
         results.put((workspace, f"FAILED {type(error).__name__}: {error}"))
 
 
+@pytest.mark.slow
 async def test_twenty_instances_started_at_once_all_work_and_spare_a_running_one(
     base: str, tmp_path: Path
 ) -> None:
