@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,12 @@ from tui.tools.builtin.catalog import builtin_tools
 from tui.tools.context import ToolContext
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult
+
+# The suite starts agent-tui and Python helpers hundreds of times: without byte-code caches
+# each start compiles the package anew (0.3 s of processor time), so they are written here
+# even where the environment asks Python not to (a checkout ignores ``__pycache__``).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 pytest_plugins = ["tests.container_image"]
 """Podman images and containers, built once per session (only when a test asks for them)."""

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 MAX_LINES = 600
 LONG_MODULES: dict[str, str] = {}
@@ -78,6 +80,8 @@ def test_the_long_list_is_short_and_true() -> None:
     assert unexplained == [], f"LONG_MODULES entries without a reason: {unexplained}"
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # a cold mypy run over some 450 modules, on a shared machine
 def test_types_check(tmp_path: Path) -> None:
     """``mypy --strict`` (``[tool.mypy]``) over the package and its tests, in one run: a narrow
     method's promise to its callers is only as good as the types that say what it takes and
