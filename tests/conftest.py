@@ -34,17 +34,18 @@ pytest_plugins = ["tests.container_image"]
 
 _call_ids = itertools.count(1)
 
-WORKERS_PER_CORE = 2
-"""Test processes per processor (``-n auto`` in ``[tool.pytest.ini_options]``). Most of the
+WORKERS_PER_CORE = 1
+"""Test processes per processor (``-n auto`` in ``[tool.pytest.ini_options]``). Much of the
 suite waits on real processes (tmux, sshd, podman, bubblewrap, Chromium, a scripted model
-server) rather than computing: the sandbox corpus, run four at a time on two cores, used 52 s
-of processor time in 195 s. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` overrides it;
-``-n 0`` runs everything in this process (as ``--pdb`` does)."""
+server), but the app's own tests compute: with two processes per core the Textual tests
+starved each other past their deadlines, with one they pass as they do alone.
+``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` overrides it; ``-n 0`` runs everything in this
+process (as ``--pdb`` does)."""
 MAX_WORKERS = 8
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """How many test processes ``-n auto`` starts: two per processor this process may use, but
+    """How many test processes ``-n auto`` starts: one per processor this process may use, but
     no more than the run names test files, and none for a single file (a worker costs about
     3 s of processor time to start, more than most files take to run)."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
