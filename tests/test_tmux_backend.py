@@ -242,6 +242,20 @@ async def test_cancel_sends_ctrl_c_and_frees_the_pane(make_backend: MakeBackend)
     assert backend.running_command(backend.default_pane or "") is None
 
 
+async def test_a_cancel_before_the_start_types_nothing(
+    make_backend: MakeBackend, tmp_path: Path
+) -> None:
+    backend = make_backend()
+    await backend.start()
+    cancel = asyncio.Event()
+    cancel.set()
+    marker = tmp_path / "typed"
+    result = await backend.run(f"touch '{marker}'", timeout=DEADLINE, cancel=cancel)
+    assert result.cancelled and result.exit_code is None and result.merged_output
+    assert (await backend.run("echo next", timeout=DEADLINE)).stdout == "next\n"
+    assert not marker.exists()
+
+
 async def test_dispatch_returns_at_once_and_capture_sees_the_output(
     make_backend: MakeBackend,
 ) -> None:

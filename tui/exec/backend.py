@@ -53,6 +53,19 @@ class ExecResult:
     None for a fresh process per command or when the shell did not say."""
 
 
+def cancelled_early(
+    cancel: asyncio.Event | None, *, merged_output: bool = False
+) -> ExecResult | None:
+    """The result of a command whose cancel came before it started; None when it did not.
+
+    Every backend's ``run`` asks this first, so a call cancelled while it waited (for its
+    approval, for its turn) never starts, on any target.
+    """
+    if cancel is None or not cancel.is_set():
+        return None
+    return ExecResult(exit_code=None, cancelled=True, merged_output=merged_output)
+
+
 class InteractiveProcess(ABC):
     """A long-lived process on the target with byte pipes (a tmux control client, say).
 

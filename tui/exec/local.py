@@ -41,6 +41,7 @@ from tui.exec.backend import (
     ExecResult,
     ExecutionBackend,
     InteractiveProcess,
+    cancelled_early,
 )
 from tui.exec.sandbox.explain import sandbox_notes
 from tui.exec.sandbox.sandbox import Sandbox
@@ -182,8 +183,8 @@ class LocalBackend(ExecutionBackend):
         cancel: asyncio.Event | None = None,
         confinement: Confinement | None = None,
     ) -> ExecResult:
-        if cancel is not None and cancel.is_set():
-            return ExecResult(exit_code=None, cancelled=True)
+        if (early := cancelled_early(cancel)) is not None:
+            return early
         started = time.perf_counter()
         loop = asyncio.get_running_loop()
         protocol = CommandProtocol(loop, on_chunk, KEEP_LIMIT)

@@ -27,7 +27,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from tui.exec.backend import BackendError, ChunkSink, ExecResult, ExecutionBackend
+from tui.exec.backend import BackendError, ChunkSink, ExecResult, ExecutionBackend, cancelled_early
 from tui.exec.local import LocalBackend
 from tui.exec.sandbox.explain import sandbox_notes
 from tui.exec.sandbox.sandbox import Sandbox
@@ -259,8 +259,8 @@ class TmuxBackend(ExecutionBackend):
         ``confinement``: the sandbox walls it was approved for; a command approved for walls
         other than the shared pane's runs in a window of those walls (shown in the mirror).
         """
-        if cancel is not None and cancel.is_set():
-            return ExecResult(exit_code=None, cancelled=True, merged_output=True)
+        if (early := cancelled_early(cancel, merged_output=True)) is not None:
+            return early
         check_shared_shell(command)
         started = time.perf_counter()
         notices = self._take_notices()
