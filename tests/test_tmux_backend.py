@@ -27,9 +27,8 @@ from tests.tmux_helpers import (
 from tui.events import Event, PaneSnapshot
 from tui.exec.backend import BackendError
 from tui.exec.tmux.backend import TmuxBackend
-from tui.exec.tmux.guard import ShellGuardError
 from tui.exec.tmux.mirror import PaneMirror
-from tui.exec.tmux.sessions import LimitReached, NotOurs
+from tui.exec.tmux_pane import LimitReached, NotOurs, ShellGuardError
 
 pytestmark = needs_tmux
 
@@ -418,7 +417,9 @@ async def test_mirror_publishes_coloured_frames_of_the_last_used_pane(
         async with asyncio.timeout(DEADLINE):
             await second.wait()
         assert mirror.pane_id == other
-        # The person types through the mirror: text, then raw terminal bytes.
+        # The person types into the mirrored pane: text and a key, then raw terminal bytes.
+        pane_id = mirror.pane_id
+        assert pane_id is not None
         for typed, shown in (("echo person-$((6*7))", "person-42"), ("echo raw-$((2*3))", "raw-6")):
             seen = asyncio.Event()
             watch = shown
@@ -430,9 +431,10 @@ async def test_mirror_publishes_coloured_frames_of_the_last_used_pane(
 
             mirror.publish = lambda event, check=check: (publish(event), check(event))
             if typed.startswith("echo person"):
-                await mirror.send_keys(typed, literal=True, enter=True)
+                await backend.send_typed(pane_id, "text", typed)
+                await backend.send_typed(pane_id, "key", "Enter")
             else:
-                await mirror.send_input(typed.encode() + b"\r")
+                await backend.send_input(pane_id, typed.encode() + b"\r")
             async with asyncio.timeout(DEADLINE):
                 await seen.wait()
     finally:

@@ -94,11 +94,11 @@ class InteractiveProcess(ABC):
 class ExecutionBackend(ABC):
     """Runs commands and moves files on one target.
 
-    Optional abilities are a method plus a flag: ``SUPPORTS_TMUX`` backends also implement
-    ``dispatch``, ``capture`` and ``send_keys`` (see the tmux backends).
+    Optional abilities are a method plus a flag (``SUPPORTS_SPAWN`` and ``spawn``). A backend
+    with tmux panes a person can watch answers a protocol of its own instead, beside this one:
+    ``tui.exec.tmux_pane.TmuxPane``, asked through ``tmux_pane(backend)``.
     """
 
-    SUPPORTS_TMUX: bool = False
     SUPPORTS_SPAWN: bool = False
 
     @property
