@@ -247,7 +247,7 @@ async def end_sessions(
     place: Place, owner: str, names: Sequence[str], *, client: ControlClient | None = None
 ) -> list[str]:
     """Kill what ``ending_sessions`` picks; returns the names killed. (``TmuxBackend.close``
-    stops what runs in their panes first: ``teardown``.)"""
+    stops what runs in their panes first: ``server.stop_panes``.)"""
     doomed = await ending_sessions(place, owner, names)
     await kill_sessions(place, doomed, client=client)
     return doomed

@@ -134,7 +134,7 @@ class PaneJobs(SharedShell):
         return pane.job.command
 
     def prompt_state(self, pane_id: str | None = None) -> str | None:
-        """``prompt``, ``running`` or ``continuation`` (see ``prompt.PromptWatch``)."""
+        """``prompt``, ``running`` or ``continuation`` (see ``panes.PromptWatch``)."""
         pane = self._panes.get(pane_id or self.default_pane or "")
         return pane.prompt.state if pane is not None and pane.prompt is not None else None
 
