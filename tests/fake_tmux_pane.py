@@ -47,6 +47,11 @@ class FakeTmuxPane(LocalBackend):
         return self._actor
 
     @property
+    def host(self) -> LocalBackend:
+        """Commands run here, on this machine, as ``LocalBackend`` runs them."""
+        return self
+
+    @property
     def default_pane(self) -> str | None:
         return None
 

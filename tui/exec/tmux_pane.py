@@ -167,6 +167,12 @@ class TmuxPane(Protocol):
         ...
 
     @property
+    def host(self) -> ExecutionBackend:
+        """The backend of the machine the panes live on (this one, a container, an SSH host):
+        what runs a command or starts a process without typing into a pane."""
+        ...
+
+    @property
     def default_session(self) -> str:
         """The shared session's name (canonical)."""
         ...
