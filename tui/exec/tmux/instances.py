@@ -11,7 +11,7 @@ another's. Only a session the person fixes by name (``[tmux] session``), which t
 share, lives on the base socket, and starting it is serialised by a lock file there.
 
 At every start the servers on our sockets are looked at. A session whose agent-tui process is
-gone (``owner``) and that was not kept is a leftover: whatever still runs in its panes'
+gone (``Owner``) and that was not kept is a leftover: whatever still runs in its panes'
 sessions is stopped, detached jobs included, then the session is killed, and the person is
 told what was swept. A kept session of the same workspace that nobody holds is taken back
 (``choose_session``), its shell, directory and history as they were left; at quit an

@@ -2,7 +2,7 @@
 
 Before anything is typed the pane must be alive, running its own shell (not a program, not a
 nested shell), out of copy mode, free of another command of ours, at an empty prompt and in
-the directory the command was approved in (``prompt.refusal``/``moved``). Then the command is
+the directory the command was approved in (``panes.refusal``/``moved``). Then the command is
 pasted and Enter pressed, and its ``Job`` waits for the end marker that ``ManagedPane.feed``
 sees in the pane's output. On timeout the command is left running, since a person may want
 it, and the result says how to watch or stop it; on cancel Ctrl-C is pressed (up to three

@@ -195,7 +195,7 @@ class PaneIO(SharedShell):
         """A person's paste into a pane, as their terminal would paste it: no guard, no policy.
 
         Bracketed when the pane's program asked for bracketed paste, otherwise typed with
-        each newline as Enter (``keyboard.paste_lines``).
+        each newline as Enter (``control.paste_lines``).
         """
         client = await self._client_for(pane_id)
         await send_lines(client, paste_lines(pane_id, text, f"atui-keys-{pane_id.lstrip('%')}"))

@@ -411,7 +411,7 @@ class ClientPool:
         self.host = host
         self.take_turns = take_turns
         """Attach or create only while holding the server's start lock (a server shared by
-        instances: ``start_lock``)."""
+        instances: ``start_turn``)."""
         self.socket_name = socket_name
         self.config = config
         self.env = dict(env) if env is not None else None

@@ -126,7 +126,7 @@ class Owner:
 async def tag_session(
     client: ControlClient, session: str, *, workspace: str | None, kept: bool
 ) -> None:
-    """Mark ``session`` as this workspace's and this process's (``owner``: the next start
+    """Mark ``session`` as this workspace's and this process's (``Owner``: the next start
     tells a leftover by it); mark it kept when asked (never unmark here)."""
     target = quote(f"={session}:")
     me = Owner.me()

@@ -11,7 +11,7 @@ its kind (bash, zsh, sh), its marker nonce (kept in a pane option, so a later ag
 it), whether bash has ``PS0`` (4.4+) or needs the ``__atui_go;`` prefix, and on a local host
 the shell's pid (what a cancel sweeps). The set-up line wipes its own echo: the whole screen of
 a pane we made, only the rows it was typed on in a pane a person may have been using
-(``PaneSetup``).
+(``PaneShells.set_up``).
 """
 
 from __future__ import annotations
