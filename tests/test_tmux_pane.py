@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_tmux_tools import TMUX_TOOLS
 from tui.exec.backend import ExecutionBackend
 from tui.exec.container.backend import ContainerBackend
 from tui.exec.local import LocalBackend
@@ -22,15 +23,6 @@ from tui.exec.tmux.backend import TmuxBackend
 from tui.exec.tmux_pane import TmuxPane, tmux_pane
 from tui.tools.builtin.catalog import builtin_tools
 from tui.tools.builtin.python_repl.interpreter import spawn_host
-
-TMUX_TOOLS = {
-    "tmux_capture_pane",
-    "tmux_send_keys",
-    "tmux_create_session",
-    "tmux_kill_session",
-    "tmux_create_pane",
-    "tmux_kill_pane",
-}
 
 
 def tmux_on(host: ExecutionBackend, workspace: Path) -> TmuxBackend:
