@@ -37,9 +37,9 @@ async def cli_target(workspace: Path, args: argparse.Namespace) -> tuple[LoadedS
 def cli_tools(loaded: LoadedSettings, target: Target) -> list[Tool[Any]]:
     """The tool set of ``agent-tui tools`` and ``agent-tui tool``: the agent's own
     (``session.agent_tools``) for a session on ``target`` — its tmux tools on a tmux target."""
-    from tui.tools.builtin.cron import cron_tools
-    from tui.tools.builtin.cron_store import CronStore
-    from tui.tools.builtin.memory import MemoryScope
+    from tui.tools.builtin.cron.store import CronStore
+    from tui.tools.builtin.cron.tools import cron_tools
+    from tui.tools.builtin.memory.tools import MemoryScope
     from tui.wiring import agent_tools
 
     workspace = target.workspace

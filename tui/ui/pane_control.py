@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from tui.ui.mirror.follow import PaneSizeFollower
 from tui.ui.mirror.keys import KeysNotSent, PaneKeyboard, Typed, forward
+from tui.ui.mirror.pane_size import PaneSizeFollower
 
 if TYPE_CHECKING:
     from tui.session import AgentSession
