@@ -20,34 +20,56 @@ bundle, as for every OpenSSL program.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import ssl
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from urllib.request import getproxies
 
 import httpx2 as httpx
 
 _context: ssl.SSLContext | None = None
 """The shared context once built (set back to None to build it again)."""
-_building: concurrent.futures.Future[ssl.SSLContext] | None = None
+_building: Future[ssl.SSLContext] | None = None
+_plain: Future[ssl.SSLContext] | None = None
+"""The context without CAs, made once for every plain-http client."""
+
+
+def _in_thread(make: Callable[[], ssl.SSLContext], name: str) -> Future[ssl.SSLContext]:
+    building: Future[ssl.SSLContext] = Future()
+
+    def build() -> None:
+        try:
+            building.set_result(make())
+        except BaseException as error:  # handed to whoever awaits it
+            building.set_exception(error)
+
+    threading.Thread(target=build, name=name, daemon=True).start()
+    return building
 
 
 def prepare() -> None:
     """Start building the shared context in a thread, if it is not built or being built:
     whoever awaits ``tls_context`` later finds it ready, or waits only for the rest."""
     global _building
-    if _context is not None or _building is not None:
-        return
-    building: concurrent.futures.Future[ssl.SSLContext] = concurrent.futures.Future()
-    _building = building
+    if _context is None and _building is None:
+        _building = _in_thread(httpx.create_ssl_context, "tls-context")
 
-    def build() -> None:
-        try:
-            building.set_result(httpx.create_ssl_context())
-        except BaseException as error:  # handed to whoever awaits it
-            building.set_exception(error)
 
-    threading.Thread(target=build, name="tls-context", daemon=True).start()
+def prepare_plain() -> None:
+    """Start making the context without CAs in a thread: even an empty context costs OpenSSL
+    5-10 ms to set itself up the first time, with the interpreter lock released, so beside
+    the rest of start-up rather than before the first request."""
+    global _plain
+    if _plain is None:
+        _plain = _in_thread(no_ca_context, "plain-context")
+
+
+async def plain_context() -> ssl.SSLContext:
+    """The one context for plain-http clients (``no_ca_context``)."""
+    prepare_plain()
+    assert _plain is not None
+    return await asyncio.wrap_future(_plain)
 
 
 async def tls_context() -> ssl.SSLContext:

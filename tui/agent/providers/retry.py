@@ -34,7 +34,7 @@ import httpx2 as httpx
 
 from tui.agent.providers.base import ProviderError, ProviderEvent, Retrying, StreamInterrupted
 from tui.agent.providers.context_errors import classify as classify_context_error
-from tui.tools.tls import needs_tls, no_ca_context, tls_context
+from tui.tools.tls import needs_tls, plain_context, prepare_plain, tls_context
 from tui.tools.tls import prepare as prepare_tls
 
 __all__ = [
@@ -232,7 +232,7 @@ async def stream_with_retries(
     parse: ResponseParser,
     api: ApiInfo,
     policy: RetryPolicy,
-) -> AsyncIterator[ProviderEvent]:
+) -> AsyncGenerator[ProviderEvent, None]:
     """POST ``body`` and yield ``parse``'s events, retrying every failure before the answer
     is whole (see the module docstring).
 
@@ -383,15 +383,17 @@ class Transport:
         self._timeout = timeout
         self._tls = needs_tls(base_url)
         """False for a plain-http server with no https proxy: no CA bundle is loaded."""
-        if client is None and self._tls:
-            prepare_tls()  # in a thread, while the rest of the session is built
+        if client is None and self._tls:  # in a thread, while the session is built
+            prepare_tls()
+        elif client is None:
+            prepare_plain()
 
     async def client(self) -> httpx.AsyncClient:
         """The client, made at the first request (on the shared TLS context, or on one
         without CAs for plain http)."""
         if self._client is None:
             try:
-                verify = await tls_context() if self._tls else no_ca_context()
+                verify = await (tls_context() if self._tls else plain_context())
             except OSError as error:  # ssl.SSLError too: SSL_CERT_FILE names no bundle, say
                 raise ProviderError(
                     f"TLS to the {self.api.name} cannot be set up: the CA bundle could not "
