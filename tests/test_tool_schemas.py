@@ -11,18 +11,19 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from tui.tools import schema_table
+from tui.tools import ready_schemas
 from tui.tools.base import ToolParams, generated_schema, params_schema
 from tui.tools.builtin.catalog import builtin_tools
 from tui.tools.builtin.tmux import tmux_tools
-from tui.tools.schema_table import REGENERATE, TABLE_PATH, generate, lookup, render
+from tui.tools.ready_schemas import TABLE_PATH, lookup
+from tui.tools.schema_table import REGENERATE, generate, render
 
 
 @pytest.fixture
 def fresh_table() -> Iterator[None]:
-    schema_table._table.cache_clear()
+    ready_schemas._table.cache_clear()
     yield
-    schema_table._table.cache_clear()
+    ready_schemas._table.cache_clear()
 
 
 def test_the_file_is_what_the_models_generate_now() -> None:
@@ -74,7 +75,7 @@ def test_a_missing_or_damaged_file_means_generating_every_schema(
     table = tmp_path / "params_schemas.json"
     if content is not None:
         table.write_text(content)
-    monkeypatch.setattr(schema_table, "TABLE_PATH", table)
+    monkeypatch.setattr(ready_schemas, "TABLE_PATH", table)
     assert lookup(RunShellParams) is None
     assert params_schema(RunShellParams) == generated_schema(RunShellParams)
 
@@ -87,6 +88,6 @@ def test_an_entry_is_served_as_written(
 
     written: dict[str, Any] = {"type": "object", "properties": {"marker": {"type": "string"}}}
     table = tmp_path / "params_schemas.json"
-    table.write_text(json.dumps({schema_table.key(RunShellParams): written}))
-    monkeypatch.setattr(schema_table, "TABLE_PATH", table)
+    table.write_text(json.dumps({ready_schemas.key(RunShellParams): written}))
+    monkeypatch.setattr(ready_schemas, "TABLE_PATH", table)
     assert params_schema(RunShellParams) == written

@@ -15,7 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script, from a checkout
 
-from tui.tools.schema_table import TABLE_PATH, generate, render
+from tui.tools.ready_schemas import TABLE_PATH
+from tui.tools.schema_table import generate, render
 
 
 def main() -> int:

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from tui.security.access import ToolAccess as ToolAccess  # a tool author's one import
 from tui.security.permissions import PermissionMode
-from tui.tools.schema_table import lookup
+from tui.tools.ready_schemas import lookup
 from tui.tools.truncation import TruncationRule
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ class Tool(ABC, Generic[P]):
 
 def params_schema(params: type[ToolParams]) -> dict[str, Any]:
     """The JSON schema the model sees for ``params``: generated ahead for the built-in tools
-    (``tools/schema_table.py`` says why), from the model itself for any other."""
+    (``ready_schemas.py`` says why), from the model itself for any other."""
     ready = lookup(params)
     return ready if ready is not None else generated_schema(params)
 
