@@ -19,9 +19,13 @@ if TYPE_CHECKING:
 
 
 class ToolParams(BaseModel):
-    """Base of every tool's parameters: unknown arguments are an error, not silently dropped."""
+    """Base of every tool's parameters: unknown arguments are an error, not silently dropped.
 
-    model_config = ConfigDict(extra="forbid")
+    ``defer_build``: a model's validator is built at its tool's first call, not at import;
+    start-up would otherwise build some forty of them, and the schemas the model is sent are
+    generated ahead (``ready_schemas.py``)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 P = TypeVar("P", bound=ToolParams)
