@@ -39,9 +39,10 @@ from tui.exec.tmux.server import (
     kill_sessions,
     list_server,
     remove_if_dead,
+    server_creator,
     stop_panes,
 )
-from tui.exec.tmux.sessions import fresh_session_name, instance_id
+from tui.exec.tmux.sessions import Owner, fresh_session_name, instance_id
 from tui.security.confinement import OWN_COMMAND
 
 
@@ -51,6 +52,8 @@ class Server:
 
     socket: str
     sessions: list[ServerSession] = field(default_factory=list)
+    creator: Owner | None = None
+    """The agent-tui that started the server, asked only when a session lacks its marks."""
 
 
 @dataclass(frozen=True)
@@ -144,7 +147,10 @@ async def survey(host: ExecutionBackend, base: str, env: Mapping[str, str] | Non
         if not sessions and socket_name != base:
             await remove_if_dead(place)  # tmux leaves the file of a server that ended
             continue
-        servers.append(Server(socket_name, sessions))
+        creator = None
+        if socket_name != base and any(not i.owner or i.agent is None for i in sessions):
+            creator = await server_creator(place)
+        servers.append(Server(socket_name, sessions, creator))
     return servers
 
 
@@ -191,10 +197,21 @@ def leftovers(server: Server, *, owner: str, shared: bool) -> list[ServerSession
     """
     ours = [info for info in server.sessions if info.owner == owner]
     if not shared:
-        if len(ours) != len(server.sessions) or any(info.kept for info in ours):
+        if any(info.kept for info in server.sessions):
             return []
-        agents = {info.agent for info in ours if info.agent is not None}
-        return ours if agents and all(agent.alive() is False for agent in agents) else []
+        if len(ours) == len(server.sessions):
+            agents = {info.agent for info in ours if info.agent is not None}
+            if agents and all(agent.alive() is False for agent in agents):
+                return ours
+        # A start killed before it marked its session: the server names who started it.
+        creator = server.creator
+        if creator is None or creator.alive() is not False:
+            return []
+        unmarked_or_dead = all(
+            info.owner in ("", owner) and (info.agent is None or info.agent.alive() is False)
+            for info in server.sessions
+        )
+        return list(server.sessions) if unmarked_or_dead else []
     return [
         info
         for info in ours
@@ -221,7 +238,7 @@ async def sweep(
         stopped = await stop_panes(place, names)
         await kill(place, names, everything=len(doomed) == len(server.sessions))
         server.sessions = [info for info in server.sessions if info not in doomed]
-        agent = next((info.agent for info in doomed if info.agent is not None), None)
+        agent = next((info.agent for info in doomed if info.agent), None) or server.creator
         who = f" (agent-tui {agent.describe()}, no longer running)" if agent else ""
         ran = f"; stopped what still ran there: {', '.join(stopped)}" if stopped else ""
         notices.append(

@@ -43,6 +43,7 @@ from tui.exec.local import LocalBackend
 from tui.exec.streams import KILL_GRACE
 from tui.exec.tmux.control import ControlClient, ControlClosed, TmuxCommandError, quote
 from tui.exec.tmux.sessions import (
+    CREATOR_VARIABLE,
     HOST_OPTION,
     KEPT_OPTION,
     OWNER_OPTION,
@@ -88,13 +89,15 @@ class Place:
         return isinstance(self.host, LocalBackend)
 
     def argv(self, *args: str) -> list[str]:
-        """A ``tmux`` command line on the socket, never nested in the person's own tmux.
+        """A ``tmux`` command line on the socket, never nested in the person's own tmux, and
+        naming this agent-tui to a server it starts (``CREATOR_VARIABLE``).
 
         ``-u``: a client that does not believe its locale is UTF-8 (an SSH login or a container
         exec with no ``LANG``) gets every reply sanitised, tabs and non-ASCII turned into
         ``_``, which breaks the tab-separated formats read here and mangles workspace paths.
         """
-        argv = ["env", "-u", "TMUX", "-u", "TMUX_PANE", "tmux", "-u", "-L", self.socket_name]
+        argv = ["env", "-u", "TMUX", "-u", "TMUX_PANE", f"{CREATOR_VARIABLE}={Owner.me().token()}"]
+        argv += ["tmux", "-u", "-L", self.socket_name]
         if self.config:
             argv += ["-f", self.config]
         return [*argv, *args]
@@ -124,6 +127,14 @@ class ServerSession:
     """An agent-tui (a control-mode client) is attached to it now."""
     agent: Owner | None = None
     """The agent-tui process that made it (None: not recorded)."""
+
+
+async def server_creator(place: Place) -> Owner | None:
+    """The agent-tui that started the server on ``place``; None when it does not say."""
+    script = f"{shlex.join(place.argv('show-environment', '-g', CREATOR_VARIABLE))} 2>/dev/null"
+    result = await place.host.run(script + "; true", timeout=30, confinement=OWN_COMMAND)
+    name, _, value = result.stdout.strip().partition("=")
+    return Owner.from_token(value) if name == CREATOR_VARIABLE else None
 
 
 async def list_server(place: Place) -> list[ServerSession]:

@@ -52,6 +52,10 @@ KEPT_OPTION = "@agent_tui_kept"
 PID_OPTION = "@agent_tui_pid"
 HOST_OPTION = "@agent_tui_host"
 START_OPTION = "@agent_tui_start"
+CREATOR_VARIABLE = "AGENT_TUI_TMUX_CREATOR"
+"""In every tmux client's environment, so a server's global environment names the agent-tui
+that started it: a start killed between making its server and marking its session leaves a
+session with no marks, and this is how the next start still knows whose it was."""
 PLACEHOLDER = "cat"
 """What a new session's first window runs until the real pane exists: cheap, waits on input."""
 
@@ -92,6 +96,9 @@ def fresh_session_name(workspace: str | PurePath, taken: Collection[str]) -> str
 # -- tags ------------------------------------------------------------------------------------
 
 
+_ME: dict[int, Owner] = {}
+
+
 @dataclass(frozen=True)
 class Owner:
     """One agent-tui process: the machine it runs on, its pid and its start time."""
@@ -102,8 +109,11 @@ class Owner:
 
     @classmethod
     def me(cls) -> Owner:
-        own = procs.read(os.getpid())
-        return cls(socket.gethostname(), os.getpid(), own.start if own is not None else 0)
+        pid = os.getpid()
+        if _ME.get(pid) is None:  # a forked child is another process
+            own = procs.read(pid)
+            _ME[pid] = cls(socket.gethostname(), pid, own.start if own is not None else 0)
+        return _ME[pid]
 
     @classmethod
     def parse(cls, host: str, pid: str, start: str) -> Owner | None:
@@ -121,6 +131,16 @@ class Owner:
 
     def describe(self) -> str:
         return f"pid {self.pid} on {self.host}"
+
+    def token(self) -> str:
+        """``host:pid:start``, as ``CREATOR_VARIABLE`` holds it."""
+        return f"{self.host}:{self.pid}:{self.start}"
+
+    @classmethod
+    def from_token(cls, token: str) -> Owner | None:
+        host, _, rest = token.strip().partition(":")
+        pid, _, start = rest.partition(":")
+        return cls.parse(host, pid, start)
 
 
 async def tag_session(
