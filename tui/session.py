@@ -27,6 +27,7 @@ from tui.errors import AgentTuiError
 from tui.events import ApprovalAnswer, AssistantTextDelta, Event, Notice, ToolCallRequested
 from tui.exec.backend import ExecutionBackend
 from tui.exec.prompt_files import list_files, read_mentioned
+from tui.exec.tmux_pane import TmuxPane, tmux_pane
 from tui.extensions import Extensions
 from tui.security.approval import ApprovalBroker
 from tui.security.permissions import ApprovalMode
@@ -224,7 +225,7 @@ class AgentSession:
 
     @property
     def supports_tmux(self) -> bool:
-        return self.backend.SUPPORTS_TMUX
+        return self.pane() is not None
 
     @property
     def approval_mode(self) -> str:
@@ -243,17 +244,17 @@ class AgentSession:
         mode = ApprovalMode(name)
         changed = mode is not self.policy.approval_mode
         self.policy.approval_mode = mode
-        if changed and self.policy.sandbox.active and self.backend.SUPPORTS_TMUX:
+        if changed and self.policy.sandbox.active and self.supports_tmux:
             # The watched shell moves into the new mode's walls now, not at the next command,
             # so what the person takes over is what the mirror's title says.
             self._mode_change = asyncio.ensure_future(self._restart_shell())
 
     async def _restart_shell(self) -> None:
-        refresh = getattr(self.backend, "refresh_sandbox", None)
-        if refresh is None:
+        pane = self.pane()
+        if pane is None:
             return
         try:
-            notices = await refresh()
+            notices = await pane.refresh_sandbox()
         except AgentTuiError as error:
             notices = [f"could not restart the shell in the new sandbox: {error.msg}"]
         for notice in notices:
@@ -447,13 +448,13 @@ class AgentSession:
 
     async def start_pane_mirror(self) -> None:
         """Frames of the agent's tmux pane onto the bus (``PaneSnapshot``), for the mirror."""
-        from tui.exec.tmux.backend import TmuxBackend
         from tui.exec.tmux.mirror import PaneMirror
 
-        if not isinstance(self.backend, TmuxBackend):
-            return  # tmux-capable but not ours: its owner publishes the frames
+        pane = self.pane()
+        if pane is None:
+            return
         await self.stop_pane_mirror()
-        pump = PaneMirror(self.backend, self.bus.publish)
+        pump = PaneMirror(pane, self.bus.publish)
         self.pane_pump = pump
         await pump.start()
 
@@ -492,13 +493,15 @@ class AgentSession:
             self.fleet_mirrors = HostMirrors(self.fleet, self.bus.publish)
             await self.fleet_mirrors.start()
 
-    def pane_keyboard(self, host: str | None) -> ExecutionBackend:
-        """Where the person's keys go for ``host``'s pane (None: the default target)."""
+    def pane(self, host: str | None = None) -> TmuxPane | None:
+        """``host``'s tmux pane (None: the default target's), for the mirror's keys, size and
+        ``/pane``; None where there is no tmux."""
+        backend = self.backend
         if self.fleet is not None and host is not None:
             opened = self.fleet.opened(host)
             if opened is not None:
-                return opened.backend
-        return self.backend
+                backend = opened.backend
+        return tmux_pane(backend)
 
     async def stop_fleet_mirrors(self) -> None:
         mirrors, self.fleet_mirrors = self.fleet_mirrors, None
@@ -559,7 +562,7 @@ class AgentSession:
 
     async def user_pane(self) -> str | None:
         """One line on the person's own tmux pane; None when agent-tui is not inside tmux."""
-        from tui.exec.tmux.usertmux import user_pane  # libtmux only when asked
+        from tui.exec.tmux.sessions import user_pane  # libtmux only when asked
 
         return await user_pane()
 

@@ -284,7 +284,7 @@ class SlashCommands:
         host, panes = self.host, self.panes
         word = argument.strip()
         if word in ("keep", "close"):
-            host.chat.add_notice(await pane_info.set_kept(host.session.backend, word == "keep"))
+            host.chat.add_notice(await pane_info.set_kept(host.session, word == "keep"))
             return
         host.panels.show_mirror()
         if word:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from tui.ui.mirror.keys import KeysNotSent, PaneKeyboard, Typed, forward
+from tui.ui.mirror.keys import KeysNotSent, Typed, forward
 from tui.ui.mirror.pane_size import PaneSizeFollower
 
 if TYPE_CHECKING:
@@ -65,10 +65,10 @@ class PaneControl:
             exit_on_error=False,
             description="pane frames",
         )
-        resize = getattr(session.backend, "resize_pane", None)
-        if resize is not None:
+        pane = session.pane()
+        if pane is not None:
             self._sizer = PaneSizeFollower(
-                resize, on_resized=self._resized, on_error=self._resize_failed
+                pane.resize_pane, on_resized=self._resized, on_error=self._resize_failed
             )
             self.fit()
 
@@ -137,7 +137,7 @@ class PaneControl:
     def take(self) -> None:
         host = self.host
         session = host.session
-        if not self._has_panes(session):
+        if session.pane(self.fleet_host) is None:
             host.notify(
                 f"no tmux pane: the backend is {session.actor}", severity="warning", markup=False
             )
@@ -155,11 +155,6 @@ class PaneControl:
             f"you have the keyboard of tmux {self.target}; ctrl+] gives it back",
             level="warning",
         )
-
-    def _has_panes(self, session: AgentSession) -> bool:
-        if self.fleet_host is None:
-            return session.supports_tmux
-        return isinstance(session.pane_keyboard(self.fleet_host), PaneKeyboard)
 
     def release(self) -> None:
         if not self.holding:
@@ -188,11 +183,8 @@ class PaneControl:
 
     async def _send(self) -> None:
         """Send what was typed, in order; a failure is said once per take-over, never ends it."""
-        session = self.host.session
-        backend = (
-            session.backend if self.fleet_host is None else session.pane_keyboard(self.fleet_host)
-        )
-        if not isinstance(backend, PaneKeyboard):  # ``take`` already refused such a backend
+        pane = self.host.session.pane(self.fleet_host)
+        if pane is None:  # ``take`` already refused a target without tmux
             self._keys.clear()
             self._sending = False
             return
@@ -201,7 +193,7 @@ class PaneControl:
                 batch = list(self._keys)
                 self._keys.clear()
                 try:
-                    await forward(backend, self.target, batch)
+                    await forward(pane.send_typed, self.target, batch)
                 except KeysNotSent as failed:
                     if not self._keys_failing:
                         self._keys_failing = True

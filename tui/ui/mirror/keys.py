@@ -11,9 +11,9 @@ back.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal
 
 from textual import events
 
@@ -121,17 +121,9 @@ def coalesce(items: Sequence[Typed]) -> list[Typed]:
     return merged
 
 
-@runtime_checkable
-class PaneKeyboard(Protocol):
-    """What a take-over needs from a tmux backend (``TmuxBackend`` has all three)."""
-
-    async def send_input(self, pane_id: str, data: bytes) -> None: ...
-
-    async def send_keys(
-        self, target: str, keys: str, *, literal: bool = False, guard: bool = True
-    ) -> object: ...
-
-    async def paste(self, pane_id: str, text: str) -> None: ...
+TypedSink = Callable[[str, Kind, str], Awaitable[None]]
+"""Where typed things go, ``(pane id, kind, data)``: the ``send_typed`` of the pane the
+session hands out (``AgentSession.pane``)."""
 
 
 class KeysNotSent(Exception):
@@ -143,7 +135,7 @@ class KeysNotSent(Exception):
         self.unsent = unsent
 
 
-async def forward(keyboard: PaneKeyboard, pane_id: str, items: Sequence[Typed]) -> None:
+async def forward(send: TypedSink, pane_id: str, items: Sequence[Typed]) -> None:
     """Send ``items`` to the pane in order, runs of text joined.
 
     Raises:
@@ -153,12 +145,6 @@ async def forward(keyboard: PaneKeyboard, pane_id: str, items: Sequence[Typed]) 
     batch = coalesce(items)
     for index, item in enumerate(batch):
         try:
-            if item.kind == "text":
-                await keyboard.send_input(pane_id, item.data.encode())
-            elif item.kind == "paste":
-                await keyboard.paste(pane_id, item.data)
-            else:
-                # The person is at the keyboard: no shared-shell guard, no policy.
-                await keyboard.send_keys(pane_id, item.data, guard=False)
+            await send(pane_id, item.kind, item.data)
         except Exception as error:
             raise KeysNotSent(error, batch[index:]) from error
