@@ -24,6 +24,7 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.markup import escape
 from textual.reactive import var
 from textual.screen import ModalScreen
@@ -186,6 +187,12 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         """
         if not self.is_attached:
             return
+        try:
+            self._fit_body()
+        except NoMatches:
+            pass  # answered while a refresh was queued: its parts are already gone
+
+    def _fit_body(self) -> None:
         box = self.query_one("#approval-box")
         short = self.size.height < 30
         self.set_class(short, "-short")
