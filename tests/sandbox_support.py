@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import random
 import secrets
 import shutil
 import socket
@@ -41,7 +42,7 @@ touch "/tmp/$ATUI_SANDBOX_TEST" "/var/tmp/$ATUI_SANDBOX_TEST" "/dev/shm/$ATUI_SA
 cat "$HOME/.ssh/id_rsa" "$HOME/.aws/credentials" "$HOME/.netrc" 2>&1
 cat "$HOME"/.local/share/agent-tui/sessions/* "$HOME/.config/agent-tui/config.toml" 2>&1
 cat /proc/*/environ 2>/dev/null | tr '\0' '\n' | grep -a CANARY
-(echo leak >/dev/tcp/127.0.0.1/"$CANARY_PORT") 2>/dev/null && echo CONNECTED
+(echo leak >/dev/tcp/"$CANARY_HOST"/"$CANARY_PORT") 2>/dev/null && echo CONNECTED
 echo evil > .git/hooks/pre-commit
 git config core.fsmonitor "$HOME/x" 2>/dev/null
 echo '{"mcpServers": {"x": {"command": "sh"}}}' > .mcp.json
@@ -66,11 +67,17 @@ def bwrap_works() -> bool:
 
 
 class CanaryListener:
-    """A TCP listener on 127.0.0.1 (the host's loopback) that counts who reached it."""
+    """A TCP listener on the host's loopback that counts who reached it.
+
+    Its address is one of loopback's own (127.x.y.z, chosen at random), not 127.0.0.1: tests
+    running beside it in other processes connect to ports they think closed, and one that
+    lands on this listener must not count as a sandbox's escape.
+    """
 
     def __init__(self) -> None:
+        self.host = "127.{}.{}.{}".format(*(random.randrange(1, 255) for _ in range(3)))
         self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind((self.host, 0))
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
         self.connections = 0
@@ -120,6 +127,7 @@ class Planted:
             "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
             "LANG": "C.UTF-8",
             "ATUI_SANDBOX_TEST": self.token,
+            "CANARY_HOST": self.listener.host,
             "CANARY_PORT": str(self.listener.port),
         }
 
