@@ -22,6 +22,7 @@ from tui.events import ApprovalAnswer, ApprovalRequested, ToolCallCompleted
 from tui.security.permissions import ApprovalMode
 from tui.security.settings import SecuritySettings
 from tui.session import AgentSession
+from tui.ui.approval.always_form import AlwaysForm
 from tui.ui.approval.modal import ApprovalScreen
 from tui.wiring import build_session
 
@@ -204,5 +205,9 @@ async def test_a_fit_queued_while_the_header_is_rebuilt_does_not_stop_the_app(
             assert isinstance(screen, ApprovalScreen)
             await screen.query_one("#approval-header").remove()
             screen.fit_body()
+            form = screen.query_one(AlwaysForm)  # its handlers, queued as the modal goes
+            await form.query_one("#always-rules").remove()
+            form.on_mount()
+            form.show_whole()
             await pilot.pause()
             assert app.is_running and app.return_code is None

@@ -10,10 +10,13 @@ grant lasts the session or is saved.
 
 from __future__ import annotations
 
+import contextlib
+
 from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import (
     Button,
@@ -93,6 +96,10 @@ class AlwaysForm(Vertical):
 
     def show_whole(self) -> None:
         """The rule under the cursor, whole, when its row cuts it short."""
+        with contextlib.suppress(NoMatches):  # the modal went while this was queued
+            self._show_whole()
+
+    def _show_whole(self) -> None:
         rules = self.query_one("#always-rules", SelectionList)
         index = rules.highlighted
         rule = self.rules[index] if index is not None and rules.has_focus else None
@@ -116,6 +123,10 @@ class AlwaysForm(Vertical):
 
     def _sync_count(self) -> None:
         """The line above the list: how many rules, how many kept, or that the pattern wins."""
+        with contextlib.suppress(NoMatches):  # the modal went while this was queued
+            self._count_line()
+
+    def _count_line(self) -> None:
         kept = len(self.query_one("#always-rules", SelectionList).selected)
         total = len(self.rules)
         if self.query_one("#kind-pattern", Checkbox).value:
