@@ -167,9 +167,9 @@ async def test_the_app_survives_every_depth(workspace: Path) -> None:
             for shape in ([False] * depth, [True] * depth):
                 raw = deep_text(shape)
                 for event in call_events(raw, f"call_{number}_{shape[:1]}"):
-                    app.session.bus.publish(event)
+                    app.session._bus.publish(event)
                 await pilot.pause(0.05)
-                if app.approval_open is not None:
+                if app.approvals.open is not None:
                     await pilot.press("escape")  # whatever opened, it drew and closes
         await pilot.pause(0.3)
         assert app.is_running

@@ -22,7 +22,7 @@ MAX_DIFF_LINES = 400
 """Of ``/diff`` shown in the chat."""
 
 if TYPE_CHECKING:
-    from tui.session import AgentSession
+    from tui.session_api import SessionAPI
     from tui.ui.approval.flow import ApprovalFlow
     from tui.ui.host import AppHost
     from tui.ui.pane_control import PaneControl
@@ -111,7 +111,7 @@ class SlashCommands:
             command = parse_slash(text)
         except UnknownCommand as error:
             if not (ready and await self.user_command(text)):
-                held = ready and self.host.session.loaded.trust.pending
+                held = ready and self.host.session.trust().pending
                 wait = " (this workspace's own commands and skills wait for /trust)" if held else ""
                 chat.add_notice(f"{error}{wait}", level="warning")
             return
@@ -220,7 +220,7 @@ class SlashCommands:
 
     def model(self, argument: str) -> None:
         session, chat = self.host.session, self.host.chat
-        if session.provider is None:
+        if not session.has_model:
             chat.add_notice("no model provider: see the banner for what to set", level="warning")
             return
         if not argument:
@@ -232,7 +232,7 @@ class SlashCommands:
 
     def compact(self, argument: str) -> None:
         session = self.host.session
-        if session.loop is None:
+        if not session.has_model:
             self.host.chat.add_notice("no model provider: nothing to compact", level="warning")
             return
         self.host.run_worker(
@@ -284,7 +284,7 @@ class SlashCommands:
         host, panes = self.host, self.panes
         word = argument.strip()
         if word in ("keep", "close"):
-            host.chat.add_notice(await pane_info.set_kept(host.session.backend, word == "keep"))
+            host.chat.add_notice(await pane_info.set_kept(host.session, word == "keep"))
             return
         host.panels.show_mirror()
         if word:
@@ -297,7 +297,8 @@ class SlashCommands:
 
     def mcp(self, argument: str) -> None:
         session, chat = self.host.session, self.host.chat
-        if session.extensions is None:
+        described = session.describe_extensions()
+        if described is None:
             return
         verb, _, name = argument.partition(" ")
         if verb == "restart" and name.strip():
@@ -316,9 +317,9 @@ class SlashCommands:
         if verb:
             chat.add_notice("usage: /mcp, /mcp restart NAME, /mcp trust", level="warning")
             return
-        chat.add_info("/mcp", session.describe_extensions() or "")
+        chat.add_info("/mcp", described)
 
-    async def _restart_mcp(self, session: AgentSession, name: str) -> None:
+    async def _restart_mcp(self, session: SessionAPI, name: str) -> None:
         chat = self.host.chat
         try:
             await session.restart_extension(name)
@@ -329,7 +330,7 @@ class SlashCommands:
 
     def trust(self, argument: str) -> None:
         chat = self.host.chat
-        trust = self.host.session.loaded.trust
+        trust = self.host.session.trust()
         if not trust.held:
             chat.add_notice(
                 "nothing here waits for trust: this workspace's files only tighten your settings"
@@ -354,18 +355,15 @@ class SlashCommands:
         the screen's answer arrives through the app's own message queue)."""
         host = self.host
         session = host.session
-        loaded = session.loaded
-        trust = loaded.trust
+        trust = session.trust()
         if not await host.ask_trust(trust):
-            from tui.session import untrusted_notice
-
-            host.chat.add_notice(untrusted_notice(trust), level="warning")
+            host.chat.add_notice(session.untrusted_notice(), level="warning")
             return
         await session.trust_workspace()
         if host.reload_settings is not None:
             await host.reload_settings()
         await host.switch_session(session.session_id)
-        host.chat.add_notice(f"trusted {trust.key} in {loaded.user_config_path}")
+        host.chat.add_notice(f"trusted {trust.key} in {session.config_path()}")
 
     def tools(self, argument: str) -> None:
         rows = ["| tool | permission | state |", "|---|---|---|"]

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from tui.session_api import KeysNotSent, Typed
 from tui.ui.mirror.follow import PaneSizeFollower
-from tui.ui.mirror.keys import KeysNotSent, PaneKeyboard, Typed, forward
 
 if TYPE_CHECKING:
-    from tui.session import AgentSession
+    from tui.session_api import SessionAPI
     from tui.ui.host import AppHost
     from tui.ui.mirror.pane import PaneFrame
 
@@ -50,10 +50,10 @@ class PaneControl:
 
     # -- following -------------------------------------------------------------------------
 
-    def attach(self, session: AgentSession) -> None:
-        """Show what ``session``'s backend allows: frames, the pane's size following the box."""
+    def attach(self, session: SessionAPI) -> None:
+        """Show what ``session``'s target allows: frames, the pane's size following the box."""
         mirror = self.host.mirror
-        if not session.supports_tmux:
+        if not session.has_pane():
             mirror.set_unavailable(f"no tmux pane: the backend is {session.actor}")
             return
         mirror.set_unavailable(None)
@@ -65,12 +65,10 @@ class PaneControl:
             exit_on_error=False,
             description="pane frames",
         )
-        resize = getattr(session.backend, "resize_pane", None)
-        if resize is not None:
-            self._sizer = PaneSizeFollower(
-                resize, on_resized=self._resized, on_error=self._resize_failed
-            )
-            self.fit()
+        self._sizer = PaneSizeFollower(
+            session.resize_pane, on_resized=self._resized, on_error=self._resize_failed
+        )
+        self.fit()
 
     def agent_acted(self, actor: str) -> None:
         """A tool call started on ``actor``: follow its pane, if it has one."""
@@ -137,7 +135,7 @@ class PaneControl:
     def take(self) -> None:
         host = self.host
         session = host.session
-        if not self._has_panes(session):
+        if not session.has_pane(self.fleet_host):
             host.notify(
                 f"no tmux pane: the backend is {session.actor}", severity="warning", markup=False
             )
@@ -155,11 +153,6 @@ class PaneControl:
             f"you have the keyboard of tmux {self.target}; ctrl+] gives it back",
             level="warning",
         )
-
-    def _has_panes(self, session: AgentSession) -> bool:
-        if self.fleet_host is None:
-            return session.supports_tmux
-        return isinstance(session.pane_keyboard(self.fleet_host), PaneKeyboard)
 
     def release(self) -> None:
         if not self.holding:
@@ -189,19 +182,12 @@ class PaneControl:
     async def _send(self) -> None:
         """Send what was typed, in order; a failure is said once per take-over, never ends it."""
         session = self.host.session
-        backend = (
-            session.backend if self.fleet_host is None else session.pane_keyboard(self.fleet_host)
-        )
-        if not isinstance(backend, PaneKeyboard):  # ``take`` already refused such a backend
-            self._keys.clear()
-            self._sending = False
-            return
         try:
             while self._keys and self.target is not None:
                 batch = list(self._keys)
                 self._keys.clear()
                 try:
-                    await forward(backend, self.target, batch)
+                    await session.send_to_pane(self.fleet_host, self.target, batch)
                 except KeysNotSent as failed:
                     if not self._keys_failing:
                         self._keys_failing = True

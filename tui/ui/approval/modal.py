@@ -184,14 +184,15 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         A vertical layout does not shrink an ``auto`` child, so without this a long command
         would push the box past the screen and clip its footer (the answer keys).
         """
-        if not self.is_attached:
-            return
+        parts = [*self.query("#approval-header"), *self.query("#approval-footer")]
+        if not self.is_attached or len(parts) < 2:
+            return  # answered: a refresh queued before can land while its parts are removed
         box = self.query_one("#approval-box")
         short = self.size.height < 30
         self.set_class(short, "-short")
         limit = self.size.height if short else int(self.size.height * 0.94)
         used = box.styles.gutter.height
-        for part in (self.query_one("#approval-header"), self.query_one("#approval-footer")):
+        for part in parts:
             margin = part.styles.margin
             used += part.outer_size.height + margin.top + margin.bottom
         if self.form == "always":

@@ -1,0 +1,190 @@
+"""The session's pane: what the app may ask of the tmux pane the agent's commands run in.
+
+``AgentSession`` answers every pane question of ``SessionAPI`` here (frames, size, the
+person's keys, the tmux session behind the pane, a fleet's hosts and their mirrors), so the
+app never holds a backend. A backend offers the pane by having it: the keyboard of
+``PaneKeyboard``, and for the rest the tmux backend's own methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from tui.session_api import KeysNotSent, PaneSession, Typed
+
+if TYPE_CHECKING:
+    from tui.bus import EventBus
+    from tui.exec.backend import ExecutionBackend
+    from tui.exec.fleet.fleet import Fleet
+    from tui.exec.fleet.mirrors import HostMirrors
+    from tui.exec.tmux.backend import TmuxBackend
+    from tui.exec.tmux.mirror import PaneMirror
+
+
+@runtime_checkable
+class PaneKeyboard(Protocol):
+    """What a take-over needs of a backend (``TmuxBackend`` has all three)."""
+
+    async def send_input(self, pane_id: str, data: bytes) -> None: ...
+
+    async def send_keys(
+        self, target: str, keys: str, *, literal: bool = False, guard: bool = True
+    ) -> object: ...
+
+    async def paste(self, pane_id: str, text: str) -> None: ...
+
+
+def coalesce(items: Sequence[Typed]) -> list[Typed]:
+    """Join runs of text, so a burst of typing is one send; never reorders anything."""
+    merged: list[Typed] = []
+    for item in items:
+        if item.kind == "text" and merged and merged[-1].kind == "text":
+            merged[-1] = Typed("text", merged[-1].data + item.data)
+        else:
+            merged.append(item)
+    return merged
+
+
+async def forward(keyboard: PaneKeyboard, pane_id: str, items: Sequence[Typed]) -> None:
+    """Send ``items`` to the pane in order, runs of text joined.
+
+    Raises:
+        KeysNotSent: a send failed; nothing after it was sent, so nothing arrives out of
+            order.
+    """
+    batch = coalesce(items)
+    for index, item in enumerate(batch):
+        try:
+            if item.kind == "text":
+                await keyboard.send_input(pane_id, item.data.encode())
+            elif item.kind == "paste":
+                await keyboard.paste(pane_id, item.data)
+            else:
+                # The person is at the keyboard: no shared-shell guard, no policy.
+                await keyboard.send_keys(pane_id, item.data, guard=False)
+        except Exception as error:
+            raise KeysNotSent(error, batch[index:]) from error
+
+
+class SessionPane:
+    """``AgentSession``'s pane and fleet methods (a part of its class, not an object of its
+    own: the attributes below are the session's)."""
+
+    _backend: ExecutionBackend
+    _bus: EventBus
+    _fleet: Fleet | None
+    _pane_pump: PaneMirror | None
+    _fleet_mirrors: HostMirrors | None
+
+    def _tmux(self) -> TmuxBackend | None:
+        """The target's tmux backend, when its commands run in one of ours."""
+        from tui.exec.tmux.backend import TmuxBackend
+
+        return self._backend if isinstance(self._backend, TmuxBackend) else None
+
+    def _pane_backend(self, host: str | None) -> ExecutionBackend | None:
+        """Whose pane the person's keys go to: the target's, or an opened fleet host's."""
+        if host is None or self._fleet is None:
+            return self._backend
+        opened = self._fleet.opened(host)
+        return opened.backend if opened is not None else None
+
+    def has_pane(self, host: str | None = None) -> bool:
+        """The target (or the fleet's ``host``) runs commands in a tmux pane."""
+        if host is None:
+            return self._backend.SUPPORTS_TMUX
+        return isinstance(self._pane_backend(host), PaneKeyboard)
+
+    async def start_pane_mirror(self) -> None:
+        """Frames of the agent's tmux pane onto the bus (``PaneSnapshot``), for the mirror."""
+        from tui.exec.tmux.mirror import PaneMirror
+
+        tmux = self._tmux()
+        if tmux is None:
+            return  # tmux-capable but not ours: its owner publishes the frames
+        await self.stop_pane_mirror()
+        pump = PaneMirror(tmux, self._bus.publish)
+        self._pane_pump = pump
+        await pump.start()
+
+    def refresh_pane_mirror(self) -> None:
+        """Take a frame now (the pane was resized)."""
+        if self._pane_pump is not None:
+            self._pane_pump.refresh()
+
+    async def stop_pane_mirror(self) -> None:
+        pump, self._pane_pump = self._pane_pump, None
+        if pump is not None:
+            await pump.close()
+
+    async def resize_pane(self, pane_id: str, columns: int, rows: int) -> None:
+        """Give ``pane_id`` (and its window) the mirror box's size; nothing on a pane that is
+        not ours to size."""
+        tmux = self._tmux()
+        if tmux is not None:
+            await tmux.resize_pane(pane_id, columns, rows)
+
+    async def send_to_pane(self, host: str | None, pane_id: str, items: Sequence[Typed]) -> None:
+        """The person's keys during a take-over, in order (see ``forward``).
+
+        Raises:
+            KeysNotSent: a send failed, or no pane takes keys there.
+        """
+        keyboard = self._pane_backend(host)
+        if not isinstance(keyboard, PaneKeyboard):
+            where = f"host {host}" if host is not None else self._backend.actor
+            raise KeysNotSent(LookupError(f"no tmux pane on {where}"), list(items))
+        await forward(keyboard, pane_id, items)
+
+    async def pane_session(self) -> PaneSession | None:
+        """The tmux session of the agent's shell, how to attach to it, whether it is kept."""
+        tmux = self._tmux()
+        if tmux is None:
+            return None
+        kept = await tmux.is_kept()
+        return PaneSession(tmux.default_session, tmux.attach_command(), kept)
+
+    async def keep_pane(self, keep: bool) -> PaneSession | None:
+        """``/pane keep`` / ``/pane close``: the session as it now stands; None without one."""
+        tmux = self._tmux()
+        if tmux is None:
+            return None
+        await tmux.set_kept(keep)
+        return PaneSession(tmux.default_session, tmux.attach_command(), keep)
+
+    async def user_pane(self) -> str | None:
+        """One line on the person's own tmux pane; None when agent-tui is not inside tmux."""
+        from tui.exec.tmux.usertmux import user_pane  # libtmux only when asked
+
+        return await user_pane()
+
+    # -- a fleet: the host list and a mirror per host -------------------------------------------
+
+    @property
+    def fleet_hosts(self) -> list[str]:
+        """The fleet's hosts in inventory order (empty: one target)."""
+        return list(self._fleet.inventory.hosts) if self._fleet is not None else []
+
+    @property
+    def default_host(self) -> str | None:
+        return self._fleet.default_host if self._fleet is not None else None
+
+    def announce_fleet(self) -> None:
+        """Publish every host's state now (a host list that starts listening after them)."""
+        if self._fleet is not None:
+            self._fleet.publish = self._bus.publish
+            self._fleet.announce()
+
+    async def start_fleet_mirrors(self) -> None:
+        """Frames of every fleet host's tmux pane, each host's as it opens."""
+        if self._fleet is not None and self._fleet_mirrors is None:
+            from tui.exec.fleet.mirrors import HostMirrors
+
+            self._fleet_mirrors = HostMirrors(self._fleet, self._bus.publish)
+            await self._fleet_mirrors.start()
+
+    async def stop_fleet_mirrors(self) -> None:
+        mirrors, self._fleet_mirrors = self._fleet_mirrors, None
+        if mirrors is not None:
+            await mirrors.stop()
