@@ -40,9 +40,9 @@ from tui.exec.local import LocalBackend
 from tui.security.hosts import HostPolicy
 from tui.security.permissions import ApprovalMode
 from tui.security.policy import SecurityPolicy
-from tui.tools.builtin.browser import BrowserTool
-from tui.tools.builtin.browser_guard import RequestGuard
-from tui.tools.builtin.browser_launch import BASE_FLAGS, dead_port, flags
+from tui.tools.builtin.browser.guard import RequestGuard
+from tui.tools.builtin.browser.launch import BASE_FLAGS, dead_port, flags
+from tui.tools.builtin.browser.tools import BrowserTool
 from tui.tools.context import ToolContext
 from tui.tools.loops import LoopMemory
 from tui.tools.registry import ToolRegistry

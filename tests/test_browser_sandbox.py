@@ -19,7 +19,7 @@ from tui.exec.sandbox.sandbox import Sandbox
 from tui.locations import tool_output_dir
 from tui.security.secrets import SECRET_PATHS
 from tui.security.settings import SecuritySettings
-from tui.tools.builtin.browser import BrowserTool
+from tui.tools.builtin.browser.tools import BrowserTool
 
 __all__ = ["site"]  # the test site fixture
 

@@ -26,7 +26,7 @@ from tests.conftest import Harness, make_harness
 from tui.locations import tool_output_dir
 from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.settings import SecuritySettings
-from tui.tools.builtin.browser import BrowserTool
+from tui.tools.builtin.browser.tools import BrowserTool
 
 try:
     import playwright  # noqa: F401
@@ -435,7 +435,8 @@ def test_registering_the_tool_does_not_import_playwright() -> None:
         "tools = builtin_tools()\n"
         "assert any(t.name == 'browser' for t in tools)\n"
         "print(sorted(m for m in sys.modules if m.startswith('playwright') "
-        "or m.startswith('tui.tools.builtin.browser_')))\n"
+        "or m.startswith('tui.tools.builtin.browser')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['tui.tools.builtin.browser_params']", out.stdout
+    light = ["tui.tools.builtin.browser", "tui.tools.builtin.browser.params"]
+    assert out.stdout.strip() == str([*light, "tui.tools.builtin.browser.tools"]), out.stdout

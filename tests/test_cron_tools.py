@@ -24,16 +24,16 @@ from tui.exec.local import LocalBackend
 from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.policy import SecurityPolicy
 from tui.tools.base import missing_description_sections
-from tui.tools.builtin.cron import CronAddParams, CronAddTool, cron_tools
-from tui.tools.builtin.cron_schedule import (
+from tui.tools.builtin.cron.schedule import (
     Schedule,
     ScheduleError,
     first_run,
     following_run,
     next_cron_run,
 )
-from tui.tools.builtin.cron_store import CronStore
-from tui.tools.builtin.memory import memory_db_path, recall_memories, store_memory
+from tui.tools.builtin.cron.store import CronStore
+from tui.tools.builtin.cron.tools import CronAddParams, CronAddTool, cron_tools
+from tui.tools.builtin.memory.store import memory_db_path, recall_memories, store_memory
 from tui.tools.registry import ToolRegistry
 
 NY = ZoneInfo("America/New_York")

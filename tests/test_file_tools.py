@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from tests.conftest import Harness, make_harness
 from tui.security.permissions import ApprovalMode
 from tui.security.settings import SecuritySettings
-from tui.tools.builtin.file_listing import Entry, Scan, render_listing
-from tui.tools.builtin.file_reads import page_text
-from tui.tools.builtin.files import ListFilesTool
+from tui.tools.builtin.files.listing import Entry, Scan, render_listing
+from tui.tools.builtin.files.reads import page_text
+from tui.tools.builtin.files.tools import ListFilesTool
 from tui.tools.result import ImageContent
 
 PNG_1X1 = base64.b64decode(

@@ -971,9 +971,10 @@ async def test_command_hooks_from_config_deny_rewrite_and_add_feedback(
     # Post hooks see the calls that ran, with the input that actually ran.
     assert sorted(r["tool_use_id"] for r in post) == ["call_lint", "call_rewrite"]
     by_id = {r["tool_use_id"]: r for r in post}
-    assert by_id["call_rewrite"]["tool_input"] == with_metadata(
-        "run_shell", {"command": "echo rewritten-by-hook"}
-    )
+    # Hooks speak Claude Code's names: run_shell's ``why`` reaches them as Bash's ``description``.
+    expected = with_metadata("run_shell", {"command": "echo rewritten-by-hook"})
+    expected["description"] = expected.pop("why")
+    assert by_id["call_rewrite"]["tool_input"] == expected
     assert "rewritten-by-hook" in by_id["call_rewrite"]["tool_response"]["content"]
     assert session._loaded.trust.trusted and session._loaded.trust.held  # they waited for trust
 

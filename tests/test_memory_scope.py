@@ -15,7 +15,7 @@ from tests.conftest import Harness, make_harness
 from tui.events import ApprovalAnswer, ApprovalRequested
 from tui.security.approval import CallbackApprover
 from tui.security.permissions import ApprovalMode
-from tui.tools.builtin.memory import MemoryScope, memory_tools
+from tui.tools.builtin.memory.tools import MemoryScope, memory_tools
 from tui.tools.registry import ToolRegistry
 
 

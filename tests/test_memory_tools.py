@@ -11,12 +11,12 @@ from pathlib import Path
 from tests.conftest import Harness, make_harness
 from tui.locations import data_dir
 from tui.security.permissions import ApprovalMode
-from tui.tools.builtin.memory import memory_db_path, recall_memories
+from tui.tools.builtin.memory.store import memory_db_path, recall_memories
 
 WRITER = """
 import sys
 from pathlib import Path
-from tui.tools.builtin.memory import store_memory
+from tui.tools.builtin.memory.store import store_memory
 path, prefix = Path(sys.argv[1]), sys.argv[2]
 for i in range(50):
     store_memory(path, f"{prefix}-{i}", f"record {i} from {prefix}", "daily")

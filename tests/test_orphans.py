@@ -35,7 +35,7 @@ from tests.tmux_helpers import SHELL, kill_server, needs_tmux, new_socket_name, 
 from tui.errors import Cancelled
 from tui.exec.local import LocalBackend
 from tui.exec.tmux.backend import TmuxBackend
-from tui.tools.builtin.shell import format_result
+from tui.tools.builtin.shell.tools import format_result
 
 GONE_WITHIN = 2.0
 DEADLINE = 20.0

@@ -174,7 +174,7 @@ async def test_the_app_shows_retrying_and_the_cut_answer(
     assert runs(workspace) == 1
 
 
-def test_headless_says_retrying_on_stderr_and_in_stream_json(
+def test_headless_says_retrying_on_stderr_and_in_agent_tui_json(
     cli: Cli, model_server: Callable[[list[dict[str, Any]]], ServerProcess]
 ) -> None:
     steps = [{"fault": "overloaded", **calling_step()}, calling_step(), {"text": "recorded"}]
@@ -187,7 +187,7 @@ def test_headless_says_retrying_on_stderr_and_in_stream_json(
     server = model_server(steps)
     streamed = cli.run(
         *headless(
-            server, "record it", "--approval-mode", "full-auto", "--output-format", "stream-json"
+            server, "record it", "--approval-mode", "full-auto", "--output-format", "agent-tui-json"
         )
     )
     notices = [

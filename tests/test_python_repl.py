@@ -17,14 +17,14 @@ from tui.exec.local import LocalBackend
 from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.policy import SecurityPolicy
 from tui.tools.base import missing_description_sections
-from tui.tools.builtin.python_repl import PythonReplTool
-from tui.tools.builtin.python_repl_interpreter import (
+from tui.tools.builtin.python_repl.interpreter import (
     DRIVER_PATH,
     KEEP_HEAD,
     KEEP_TAIL,
     KeptText,
     driver_program,
 )
+from tui.tools.builtin.python_repl.tools import PythonReplTool
 from tui.tools.context import ToolContext
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult
@@ -339,9 +339,9 @@ def test_the_driver_is_a_package_file_sent_as_its_text_and_inert_on_import() -> 
     import importlib
     import importlib.util
 
-    spec = importlib.util.find_spec("tui.tools.builtin.python_repl_driver")
+    spec = importlib.util.find_spec("tui.tools.builtin.python_repl.driver")
     assert spec is not None and spec.origin == str(DRIVER_PATH)
     assert driver_program() == DRIVER_PATH.read_text(encoding="utf-8")
     assert driver_program() is driver_program()  # read once
-    module = importlib.import_module("tui.tools.builtin.python_repl_driver")
+    module = importlib.import_module("tui.tools.builtin.python_repl.driver")
     assert not hasattr(module, "NONCE")  # it runs only as ``python3 -c``, never on import

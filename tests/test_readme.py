@@ -8,8 +8,8 @@ from pathlib import Path
 from tui.agent.subagent import SubAgentTool
 from tui.tools.builtin.catalog import builtin_tools
 from tui.tools.builtin.config_tool import ConfigTool
-from tui.tools.builtin.cron import cron_tools
-from tui.tools.builtin.cron_store import CronStore
+from tui.tools.builtin.cron.store import CronStore
+from tui.tools.builtin.cron.tools import cron_tools
 from tui.tools.builtin.tmux import tmux_tools
 from tui.tools.builtin.tool_search import ToolSearchTool
 from tui.tools.structured_output import StructuredOutputTool

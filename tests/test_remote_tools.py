@@ -34,7 +34,7 @@ from tui.exec.container.backend import ContainerBackend
 from tui.security.permissions import ApprovalMode
 from tui.security.policy import SecurityPolicy
 from tui.tools.builtin.catalog import builtin_tools
-from tui.tools.builtin.python_repl import PythonReplTool
+from tui.tools.builtin.python_repl.tools import PythonReplTool
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult
 

@@ -17,10 +17,10 @@ import pytest
 from tests.conftest import Harness, make_harness
 from tui.security.permissions import ApprovalMode
 from tui.security.settings import SecuritySettings
-from tui.tools.builtin.glob_search import GlobSearchTool
-from tui.tools.builtin.grep_search import GrepSearchTool
-from tui.tools.builtin.search_globs import glob_regex
-from tui.tools.builtin.search_ripgrep import SearchEngine
+from tui.tools.builtin.search.glob_search import GlobSearchTool
+from tui.tools.builtin.search.globs import glob_regex
+from tui.tools.builtin.search.grep_search import GrepSearchTool
+from tui.tools.builtin.search.ripgrep import SearchEngine
 
 HAVE_RG = shutil.which("rg") is not None
 ENGINES = [

@@ -22,11 +22,11 @@ from tui.locations import config_dir
 from tui.security.permissions import ApprovalMode
 from tui.security.policy import SecurityPolicy
 from tui.security.settings import SecuritySettings
-from tui.tools.builtin.files import ListFilesTool, ReadFileTool, WriteFileTool
-from tui.tools.builtin.glob_search import GlobSearchTool
-from tui.tools.builtin.grep_search import GrepSearchTool
+from tui.tools.builtin.files.tools import ListFilesTool, ReadFileTool, WriteFileTool
 from tui.tools.builtin.notebook import notebook_tools
-from tui.tools.builtin.search_ripgrep import SearchEngine
+from tui.tools.builtin.search.glob_search import GlobSearchTool
+from tui.tools.builtin.search.grep_search import GrepSearchTool
+from tui.tools.builtin.search.ripgrep import SearchEngine
 from tui.tools.builtin.skill import SkillTool
 from tui.tools.registry import ToolRegistry
 

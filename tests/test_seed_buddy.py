@@ -24,7 +24,7 @@ from tui.exec.tmux.backend import TmuxBackend
 from tui.security.approval import ApprovalAnswer
 from tui.security.permissions import ApprovalMode
 from tui.tools.builtin.catalog import builtin_tools
-from tui.tools.builtin.shell import parse_wait
+from tui.tools.builtin.shell.tools import parse_wait
 from tui.tools.unchanged import UNCHANGED
 
 pytestmark = needs_tmux

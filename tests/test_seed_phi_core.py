@@ -237,6 +237,20 @@ JSON_FIELDS = {
 }
 """README: "one JSON object (`json`: result, stop reason, session id, and `usage` …)", and
 the limits that stopped work ("the list under `limits` in `--output-format json`")."""
+CLAUDE_RESULT_FIELDS = {
+    "type",
+    "subtype",
+    "num_turns",
+    "total_cost_usd",
+    "total_cost_known",
+    "duration_ms",
+    "duration_api_ms",
+    "permission_denials",
+    "uuid",
+    "terminal_reason",
+}
+"""Claude Code's result object, which the same line also is (README, "`json`: the result
+object alone")."""
 USAGE_FIELDS = {
     "input_tokens",
     "output_tokens",
@@ -260,12 +274,16 @@ def test_claw_code_headless_json_and_stream_json_keep_their_documented_fields(
     done = cli.run(*args, "--output-format", "json")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
-    assert set(summary) == JSON_FIELDS
-    assert set(summary["usage"]) == USAGE_FIELDS
+    assert set(summary) == JSON_FIELDS | CLAUDE_RESULT_FIELDS
+    assert set(summary["usage"]) == USAGE_FIELDS | {
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    }
     assert summary["result"] == "done." and summary["stop_reason"] == "completed"
     assert summary["is_error"] is False and summary["error"] is None and summary["turns"] == 2
 
-    streamed = cli.run(*args, "--output-format", "stream-json")
+    # agent-tui-json writes every bus event (stream-json speaks Claude Code's lines).
+    streamed = cli.run(*args, "--output-format", "agent-tui-json")
     assert streamed.returncode == 0, streamed.stderr
     lines = [json.loads(line) for line in streamed.stdout.splitlines()]
     for line in lines:  # every bus event, each one line that parses back to itself

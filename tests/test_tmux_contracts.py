@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import tui.tools.builtin.shell as shell_tool
+import tui.tools.builtin.shell.tools as shell_tool
 from tests.conftest import Harness, make_harness
 from tests.test_policy import ScriptedApprover
 from tests.test_tmux_tools import pane_of, tmux_backend

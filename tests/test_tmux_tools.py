@@ -30,7 +30,7 @@ from tui.exec.tmux.backend import TmuxBackend
 from tui.security.permissions import ApprovalMode
 from tui.tools.base import missing_description_sections
 from tui.tools.builtin.catalog import builtin_tools
-from tui.tools.builtin.shell import parse_wait
+from tui.tools.builtin.shell.tools import parse_wait
 from tui.tools.builtin.tmux import tmux_tools
 
 pytestmark = needs_tmux

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import with_metadata
 from tests.scripted_server import ScriptedServer
 from tests.test_ui_app import send, until
 from tui.agent.checkpoints import Checkpoints, store_for
@@ -27,7 +28,8 @@ BINARY = bytes(range(256)) * 3 + b"\x00\xff tail"
 
 
 def call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"id": call_id, "name": name, "arguments": json.dumps(arguments)}
+    """A scripted tool call carrying the safety metadata its tool requires."""
+    return {"id": call_id, "name": name, "arguments": json.dumps(with_metadata(name, arguments))}
 
 
 def git(workspace: Path, *args: str) -> str:

@@ -18,7 +18,7 @@ from tests.conftest import Harness, make_harness
 from tui.errors import PermissionDenied
 from tui.security.hosts import HostPolicy
 from tui.security.settings import SecuritySettings
-from tui.tools.builtin.web_search import parse_search_results
+from tui.tools.builtin.web.web_search import parse_search_results
 from tui.tools.html_text import html_to_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -267,7 +267,7 @@ async def test_http_request_head_and_404(harness: Harness, server: str) -> None:
 
 def test_http_request_access() -> None:
     from tui.security.permissions import PermissionMode
-    from tui.tools.builtin.web import HttpRequestParams, HttpRequestTool
+    from tui.tools.builtin.web.tools import HttpRequestParams, HttpRequestTool
 
     tool = HttpRequestTool()
     get = tool.access(HttpRequestParams(url="http://x/"))

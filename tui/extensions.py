@@ -22,8 +22,8 @@ from tui.exec.sandbox.sandbox import Confine
 from tui.locations import data_dir
 from tui.security.own_environ import process_environ
 from tui.tools.adapters.mcp.config import load_project_servers
-from tui.tools.builtin.cron import cron_tools
-from tui.tools.builtin.cron_store import CronStore
+from tui.tools.builtin.cron.store import CronStore
+from tui.tools.builtin.cron.tools import cron_tools
 from tui.tools.builtin.tool_search import ToolSearchTool
 
 if TYPE_CHECKING:

@@ -40,7 +40,7 @@ from tui.session import AgentSession
 from tui.tools.base import Tool
 from tui.tools.builtin.catalog import builtin_tools
 from tui.tools.builtin.config_tool import ConfigTool
-from tui.tools.builtin.memory import MemoryScope
+from tui.tools.builtin.memory.tools import MemoryScope
 from tui.tools.loops import LoopMemory
 from tui.tools.registry import ToolRegistry
 from tui.tools.structured_output import StructuredOutputTool, load_json_schema

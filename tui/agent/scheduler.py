@@ -4,7 +4,7 @@ It only ever sleeps on one event (``wake()``) with a timeout, so a job added or 
 effect at once, and a clock that jumps (a suspended laptop) is noticed within ``max_idle``.
 Each run is its own task, so one slow job never delays another that comes due; a job is never
 run twice at once, here or in another agent-tui process on the same database (see the claim
-and lease in ``tui.tools.builtin.cron_store``).
+and lease in ``tui.tools.builtin.cron.store``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from tui.events import Event, Notice, ScheduledJobFinished
 from tui.exec.backend import BackendError, ExecutionBackend
-from tui.tools.builtin.cron_store import CronJob, CronStore
+from tui.tools.builtin.cron.store import CronJob, CronStore
 
 LEASE_SECONDS = 60.0
 """How long a claim keeps other processes off a running job; renewed every third of it."""

@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 from tui.session_api import KeysNotSent, Typed
-from tui.ui.mirror.follow import PaneSizeFollower
+from tui.ui.mirror.pane_size import PaneSizeFollower
 
 if TYPE_CHECKING:
     from tui.session_api import SessionAPI

@@ -43,7 +43,7 @@ from tui.agent.providers.retry import (
     error_message_from_body,
 )
 from tui.agent.providers.sse import aiter_sse_bytes, drain_rest
-from tui.agent.providers.wire_json import load_object
+from tui.agent.providers.wire_json import dump_arguments
 from tui.safe_text import loads_strict
 
 __all__ = [
@@ -127,7 +127,7 @@ class _ToolBlock:
         if text.strip():
             return text
         if isinstance(self.initial_input, dict) and self.initial_input:
-            return _dumps(self.initial_input)
+            return dump_arguments(self.initial_input)
         return "{}"
 
 
@@ -288,7 +288,7 @@ def events_from_message(data: dict[str, Any]) -> list[ProviderEvent]:
                 ToolCall(
                     id=str(block.get("id") or f"toolu_{len(calls)}"),
                     name=str(block.get("name") or ""),
-                    arguments=_dumps(raw_input) if raw_input else "{}",
+                    arguments=dump_arguments(raw_input) if raw_input else "{}",
                 )
             )
     joined = "".join(text)
@@ -307,15 +307,6 @@ def events_from_message(data: dict[str, Any]) -> list[ProviderEvent]:
         )
     )
     return events
-
-
-def _dumps(value: Any) -> str:
-    """A decoded ``input`` back to text; one that cannot be written becomes ``{}`` (the
-    registry then says the required arguments are missing)."""
-    try:
-        return json.dumps(value)
-    except (ValueError, TypeError, RecursionError):
-        return "{}"
 
 
 def _tool_input(arguments: str) -> dict[str, Any]:
@@ -449,11 +440,6 @@ def build_request_body(
     return body
 
 
-def _load(raw: bytes | str, what: str, *, stream: bool = False) -> dict[str, Any]:
-    """A malformed stream event is retried like a cut stream (``load_object``)."""
-    return load_object(raw, what, "Anthropic API", retryable=stream)
-
-
 class AnthropicProvider(HttpProvider):
     """Messages over HTTP, streaming or not, with retries before the first event."""
 
@@ -535,11 +521,11 @@ class AnthropicProvider(HttpProvider):
         return self._transport.stream(self.url, body, self._headers(), parse)
 
     async def _parse_json(self, response: httpx.Response) -> AsyncGenerator[ProviderEvent, None]:
-        for event in events_from_message(_load(await response.aread(), "a response")):
+        for event in events_from_message(self._load(await response.aread(), "a response")):
             yield event
 
     async def _parse_stream(self, response: httpx.Response) -> AsyncGenerator[ProviderEvent, None]:
-        if "json" in response.headers.get("content-type", "").lower():
+        if self._answered_json(response):
             async for event in self._parse_json(response):
                 yield event
             return
@@ -550,7 +536,7 @@ class AnthropicProvider(HttpProvider):
                 if not sse.data.strip():
                     continue
                 try:
-                    loaded = _load(sse.data, "a stream event", stream=True)
+                    loaded = self._load(sse.data, "a stream event", stream=True)
                 except ProviderError:
                     if sse.complete:
                         raise

@@ -6,7 +6,7 @@ connection, retry, close and describe themselves (``repr`` never shows the key) 
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import httpx2 as httpx
 
@@ -18,6 +18,7 @@ from tui.agent.providers.retry import (
     RetryPolicy,
     Transport,
 )
+from tui.agent.providers.wire_json import load_object
 
 
 class HttpProvider(Provider):
@@ -72,6 +73,17 @@ class HttpProvider(Provider):
 
     def _accept(self) -> dict[str, str]:
         return {"Accept": "text/event-stream" if self.streaming else "application/json"}
+
+    def _load(self, raw: bytes | str, what: str, *, stream: bool = False) -> dict[str, Any]:
+        """``raw`` as a JSON object, errors naming this API; a malformed stream event is
+        retried like a cut stream (``load_object``)."""
+        return load_object(raw, what, self.api_name, retryable=stream)
+
+    @staticmethod
+    def _answered_json(response: httpx.Response) -> bool:
+        """A whole JSON answer where a stream was asked for (a server that ignored
+        ``"stream": true``)."""
+        return "json" in response.headers.get("content-type", "").lower()
 
     def __repr__(self) -> str:
         return (

@@ -42,7 +42,7 @@ from tui.agent.providers.retry import (
     error_message_from_body,
 )
 from tui.agent.providers.sse import aiter_sse_bytes, drain_rest
-from tui.agent.providers.wire_json import load_object
+from tui.agent.providers.wire_json import dump_arguments
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -173,7 +173,7 @@ class ChatStreamAssembler:
         name = _str(function.get("name"))
         arguments = function.get("arguments")
         if isinstance(arguments, dict):  # a few servers send an object, not text
-            arguments = _dumps(arguments)
+            arguments = dump_arguments(arguments)
         arguments = arguments if isinstance(arguments, str) else ""
         index = self._index_for(piece.get("index"), call_id, name)
         call = self.calls.get(index)
@@ -235,15 +235,6 @@ def _stream_error(error: Any) -> ProviderError:
     return ProviderError(f"OpenAI API error in the stream: {message}", retryable=retryable)
 
 
-def _dumps(value: Any) -> str:
-    """Arguments sent as an object, back to text; one that cannot be written becomes ``{}``
-    (the registry then says the required arguments are missing)."""
-    try:
-        return json.dumps(value)
-    except (ValueError, TypeError, RecursionError):
-        return "{}"
-
-
 def events_from_completion(data: dict[str, Any]) -> list[ProviderEvent]:
     """A whole ``chat.completion`` (``stream=False``) as the events a stream would end with."""
     if "error" in data and not data.get("choices"):
@@ -261,7 +252,7 @@ def events_from_completion(data: dict[str, Any]) -> list[ProviderEvent]:
         function = _dict(raw.get("function"))
         arguments = function.get("arguments")
         if isinstance(arguments, dict):
-            arguments = _dumps(arguments)
+            arguments = dump_arguments(arguments)
         calls.append(
             ToolCall(
                 id=_str(raw.get("id")) or _new_call_id(),
@@ -384,15 +375,6 @@ def build_request_body(
     return body
 
 
-def _is_json(response: httpx.Response) -> bool:
-    return "json" in response.headers.get("content-type", "").lower()
-
-
-def _load(raw: bytes | str, what: str, *, stream: bool = False) -> dict[str, Any]:
-    """A malformed stream event is retried like a cut stream (``load_object``)."""
-    return load_object(raw, what, "OpenAI API", retryable=stream)
-
-
 class OpenAIProvider(HttpProvider):
     """Chat Completions over HTTP, streaming or not, with retries before the first event."""
 
@@ -476,12 +458,12 @@ class OpenAIProvider(HttpProvider):
         return self._transport.stream(self.url, body, self._headers(), parse)
 
     async def _parse_json(self, response: httpx.Response) -> AsyncGenerator[ProviderEvent, None]:
-        data = _load(await response.aread(), "a response")
+        data = self._load(await response.aread(), "a response")
         for event in events_from_completion(data):
             yield event
 
     async def _parse_stream(self, response: httpx.Response) -> AsyncGenerator[ProviderEvent, None]:
-        if _is_json(response):  # a server that ignored "stream": true
+        if self._answered_json(response):  # a server that ignored "stream": true
             async for event in self._parse_json(response):
                 yield event
             return
@@ -498,7 +480,7 @@ class OpenAIProvider(HttpProvider):
                     await drain_rest(events)
                     break
                 try:
-                    chunk = _load(data, "a stream chunk", stream=True)
+                    chunk = self._load(data, "a stream chunk", stream=True)
                 except ProviderError:
                     if sse.complete:
                         raise

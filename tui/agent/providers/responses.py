@@ -50,7 +50,6 @@ from tui.agent.providers.retry import (
     error_message_from_body,
 )
 from tui.agent.providers.sse import aiter_sse_bytes, drain_rest
-from tui.agent.providers.wire_json import load_object
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -374,11 +373,6 @@ def build_request_body(
     return body
 
 
-def _load(raw: bytes | str, what: str, *, stream: bool = False) -> dict[str, Any]:
-    """A malformed stream event is retried like a cut stream (``load_object``)."""
-    return load_object(raw, what, "OpenAI Responses API", retryable=stream)
-
-
 class ResponsesProvider(HttpProvider):
     """The Responses API over HTTP, streaming or not, with retries before the first event."""
 
@@ -453,11 +447,11 @@ class ResponsesProvider(HttpProvider):
         return self._transport.stream(self.url, body, self._headers(), parse)
 
     async def _parse_json(self, response: httpx.Response) -> AsyncGenerator[ProviderEvent, None]:
-        for event in events_from_response(_load(await response.aread(), "a response")):
+        for event in events_from_response(self._load(await response.aread(), "a response")):
             yield event
 
     async def _parse_stream(self, response: httpx.Response) -> AsyncGenerator[ProviderEvent, None]:
-        if "json" in response.headers.get("content-type", "").lower():
+        if self._answered_json(response):
             async for event in self._parse_json(response):
                 yield event
             return
@@ -469,7 +463,7 @@ class ResponsesProvider(HttpProvider):
                 if not data or data == "[DONE]":
                     continue
                 try:
-                    loaded = _load(data, "a stream event", stream=True)
+                    loaded = self._load(data, "a stream event", stream=True)
                 except ProviderError:
                     if sse.complete:
                         raise

@@ -1,4 +1,4 @@
-"""Reading one JSON object off the wire, and telling a cut from garbage.
+"""Reading one JSON object off the wire, and telling a cut from garbage; writing arguments back.
 
 The same broken text means two different things. A body or stream event that stops in the
 middle (the connection closed mid-line, a server with no length marker closing early) is a
@@ -43,4 +43,13 @@ def load_object(raw: bytes | str, what: str, api: str, *, retryable: bool) -> di
     return data
 
 
-__all__ = ["load_object"]
+def dump_arguments(value: Any) -> str:
+    """Decoded tool-call arguments back to text; a value that cannot be written becomes
+    ``{}`` (the registry then says the required arguments are missing)."""
+    try:
+        return json.dumps(value)
+    except (ValueError, TypeError, RecursionError):
+        return "{}"
+
+
+__all__ = ["dump_arguments", "load_object"]

@@ -22,6 +22,7 @@ The rooms, in the order a command flows through them: ``assess`` (the cached ent
 ``walk`` (the tree walk, one segment per simple command) → ``judge`` (one argv: wrappers,
 environment, shell strings) and ``redirects`` → ``dispatch`` (which rules speak for a program)
 → ``rules/`` (one family a module, each reading a ``call.Call``). ``tables/`` holds the rating
-tables as plain data; ``verdict``, ``words``, ``source``, ``paths``, ``programs`` and
-``wrappers`` are the shared vocabulary below them all.
+tables as plain data; ``verdict``, ``words``, ``source``, ``write_targets`` (where a write
+lands), ``program_names`` (the table key a name stands for) and ``unwrap`` (seeing through
+``sudo``, ``env`` …) are the shared vocabulary below them all.
 """

@@ -7,7 +7,7 @@ flags, builtins or repository config can do.
 from __future__ import annotations
 
 from tui.security.risk.call import Call, Rule
-from tui.security.risk.programs import SIMPLE, unvetted_path
+from tui.security.risk.program_names import SIMPLE, unvetted_path
 from tui.security.risk.rules import (
     code,
     files,

@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING
 from tui.security.risk.call import MAX_NESTING, Call
 from tui.security.risk.context import RiskContext, secret_path
 from tui.security.risk.dispatch import KNOWN, apply_rules
-from tui.security.risk.paths import judge_write_target
-from tui.security.risk.programs import basename, program_key
+from tui.security.risk.program_names import basename, program_key
 from tui.security.risk.redirects import REDIRECTS
 from tui.security.risk.source import Source, shorten
 from tui.security.risk.tables.paths import CREDENTIALS
 from tui.security.risk.tables.programs import CODE_LOADING_VARS, COMMAND_VARS, FETCHERS, PATH_VARS
 from tui.security.risk.tables.wrappers import WRAPPER_RISK
+from tui.security.risk.unwrap import peel
 from tui.security.risk.verdict import Risk, SegmentRisk, Stdin, Verdict, max_risk
 from tui.security.risk.words import Word, command_words, make_word, plain_word
-from tui.security.risk.wrappers import peel
+from tui.security.risk.write_targets import judge_write_target
 from tui.security.secrets import SECRET_PATHS
 
 if TYPE_CHECKING:

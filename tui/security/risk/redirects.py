@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
-from tui.security.risk.paths import judge_write_target, normalise_path
 from tui.security.risk.source import Source, shorten
 from tui.security.risk.tables.paths import CREDENTIALS, NETWORK_DEVICE
 from tui.security.risk.verdict import NO_STDIN, Stdin, Verdict
 from tui.security.risk.words import Word, literal_value, make_word
+from tui.security.risk.write_targets import judge_write_target, normalise_path
 
 if TYPE_CHECKING:
     from tree_sitter import Node

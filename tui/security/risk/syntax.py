@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from tui.security.risk.programs import KEY_RISK, program_key
+from tui.security.risk.program_names import KEY_RISK, program_key
 from tui.security.risk.source import Source
 from tui.security.risk.verdict import SegmentRisk
 from tui.security.risk.words import unescape_word

@@ -7,19 +7,19 @@ from typing import TYPE_CHECKING, Any
 
 from tui.locations import config_dir
 from tui.tools.base import Tool
-from tui.tools.builtin.browser import browser_tools
+from tui.tools.builtin.browser.tools import browser_tools
 from tui.tools.builtin.clock import TimeTool
-from tui.tools.builtin.files import file_tools
-from tui.tools.builtin.glob_search import GlobSearchTool
-from tui.tools.builtin.grep_search import GrepSearchTool
-from tui.tools.builtin.memory import MemoryScope, memory_tools
+from tui.tools.builtin.files.tools import file_tools
+from tui.tools.builtin.memory.tools import MemoryScope, memory_tools
 from tui.tools.builtin.notebook import notebook_tools
-from tui.tools.builtin.python_repl import python_repl_tools
-from tui.tools.builtin.shell import RunShellTool
+from tui.tools.builtin.python_repl.tools import python_repl_tools
+from tui.tools.builtin.search.glob_search import GlobSearchTool
+from tui.tools.builtin.search.grep_search import GrepSearchTool
+from tui.tools.builtin.shell.tools import RunShellTool
 from tui.tools.builtin.skill import skill_tools
 from tui.tools.builtin.sleep import sleep_tools
 from tui.tools.builtin.todo import todo_tools
-from tui.tools.builtin.web import web_tools
+from tui.tools.builtin.web.tools import web_tools
 
 if TYPE_CHECKING:
     from tui.exec.backend import ExecutionBackend

@@ -29,7 +29,7 @@ from tui.diffs import unified_diff
 from tui.errors import ExecutionFailed, InvalidArguments
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess, ToolParams
-from tui.tools.builtin.file_io import (
+from tui.tools.builtin.files.access import (
     display_path,
     encode_text,
     not_found,

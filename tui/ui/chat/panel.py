@@ -20,7 +20,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from tui.safe_text import dumps_or, loads_or, one_line
-from tui.ui.follow import TailFollowing
+from tui.ui.tail_follow import TailFollowing
 
 if TYPE_CHECKING:
     from textual.widgets import Markdown

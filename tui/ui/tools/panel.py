@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from tui.safe_text import loads_or
 from tui.spill import DEFAULT_DISK_CAP
-from tui.ui.follow import TailFollowing
+from tui.ui.tail_follow import TailFollowing
 from tui.ui.tools.block import ToolBlock, ToolCallState
 from tui.ui.tools.host_rows import HostRows
 from tui.ui.tools.output import OutputBuffer

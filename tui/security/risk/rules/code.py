@@ -12,8 +12,8 @@ from tui.security.risk.source import shorten
 from tui.security.risk.tables.programs import INFO_FLAGS, LANGS, SHELLS
 from tui.security.risk.tables.subcommands import SSH_WITH_ARG
 from tui.security.risk.tables.wrappers import SUDO
+from tui.security.risk.unwrap import skip_options
 from tui.security.risk.words import Word, plain_word
-from tui.security.risk.wrappers import skip_options
 
 
 def stdin_code(call: Call, lang: str, *, shell: bool) -> None:

@@ -7,9 +7,9 @@ import re
 from collections.abc import Iterable
 
 from tui.security.risk.call import Call, Rule
-from tui.security.risk.paths import judge_write_target, normalise_path, system_path
 from tui.security.risk.tables.programs import ARCHIVERS, COMPRESSORS
 from tui.security.risk.words import Word, plain_word
+from tui.security.risk.write_targets import judge_write_target, normalise_path, system_path
 
 
 def check_targets(call: Call, words: Iterable[Word], verb: str, *, replaces: bool = False) -> None:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from tui.security.risk.call import Call, Rule
 from tui.security.risk.context import secret_inside
-from tui.security.risk.paths import judge_write_target
 from tui.security.risk.source import shorten
 from tui.security.risk.tables.programs import EDITORS, TOOLCHAIN
 from tui.security.risk.tables.subcommands import JOURNAL_WRITES
 from tui.security.risk.words import Word, plain_word
+from tui.security.risk.write_targets import judge_write_target
 
 
 def _runs_program(call: Call, word: Word | None, label: str) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 from tui.security.risk.call import Call, Rule
-from tui.security.risk.paths import normalise_path, system_path
 from tui.security.risk.tables.subcommands import (
     DOCKER_GLOBAL_WITH_ARG,
     DOCKER_GROUPS,
@@ -18,6 +17,7 @@ from tui.security.risk.tables.subcommands import (
     TMUX_WITH_ARG,
 )
 from tui.security.risk.words import Word
+from tui.security.risk.write_targets import normalise_path, system_path
 
 
 def _rule_docker(call: Call) -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 
 from tui.security.risk.call import Call, Rule
-from tui.security.risk.paths import harmless_target
 from tui.security.risk.rules.code import stdin_code
 from tui.security.risk.rules.files import check_targets
 from tui.security.risk.source import shorten
 from tui.security.risk.tables.subcommands import NET_VERBS, SYSTEMCTL_HIGH, SYSTEMCTL_READ
+from tui.security.risk.write_targets import harmless_target
 
 
 def _rule_kill(call: Call) -> None:

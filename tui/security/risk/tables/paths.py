@@ -1,5 +1,5 @@
 """Path tables: which write targets are harmless, which belong to the system, which hold
-credentials. Plain data, read by ``risk.paths`` and the redirection checks."""
+credentials. Plain data, read by ``risk.write_targets`` and the redirection checks."""
 
 import re
 

@@ -1,7 +1,7 @@
 """Program tables: the fixed label of each program, which ones only read, which fetch, which
 are shells or interpreters, and the environment variables that make programs run code.
 
-Plain data. ``risk.programs`` expands ``LABELS``; the rules and the dispatch read the rest.
+Plain data. ``risk.program_names`` expands ``LABELS``; the rules and the dispatch read the rest.
 """
 
 from __future__ import annotations

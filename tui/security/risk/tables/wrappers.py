@@ -1,5 +1,5 @@
 """Wrapper programs: how to find the command each one runs, and what running through it adds.
-Plain data, read by ``risk.wrappers``."""
+Plain data, read by ``risk.unwrap``."""
 
 from __future__ import annotations
 
