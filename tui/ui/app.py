@@ -155,7 +155,6 @@ class AgentApp(App[int]):
         self.approvals = ApprovalFlow(self, self.attention, monotonic)
         self.panes = PaneControl(self)
         self.usage = UsageMeter()
-        self.commands = SlashCommands(self, self.approvals, self.panes)
         self.block_actions = BlockActions(self, self.attention)
         self.link = SessionLink(
             self,
@@ -169,6 +168,7 @@ class AgentApp(App[int]):
         )
         self.link.session = session
         self.link.factory = session_factory
+        self.commands = SlashCommands(self, self.approvals, self.panes, self.link.switch)
         self._controls = ControlFilter()
 
     def get_line_filters(self) -> Sequence[LineFilter]:
@@ -257,10 +257,6 @@ class AgentApp(App[int]):
         if self.pick_session:
             await self.commands.sessions("")
 
-    async def switch_session(self, resume: str | None) -> None:
-        """``/clear`` (a new session) or ``/resume ID``, on the same backend."""
-        await self.link.switch(resume)
-
     async def ask_trust(self, trust: TrustView) -> bool:
         """Show what the workspace's files would change (its ``WorkspaceTrust``); True only if
         the person trusts it."""
@@ -307,7 +303,7 @@ class AgentApp(App[int]):
         text = message.text
         stripped = text.strip()
         if stripped.startswith("/") and not stripped.startswith("//"):
-            await self.run_slash(stripped)
+            await self.commands.run(stripped)
             return
         await self.send_text(text)
 
@@ -350,9 +346,6 @@ class AgentApp(App[int]):
         for note in attached.notes:
             self.chat.add_notice(note, level="warning")
         await self.session.submit(attached.text, images=attached.images)
-
-    async def run_slash(self, text: str) -> None:
-        await self.commands.run(text, ready=self.link.session is not None)
 
     # -- keys ------------------------------------------------------------------------------
 

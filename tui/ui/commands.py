@@ -29,9 +29,10 @@ if TYPE_CHECKING:
 
 
 class SlashRunner(Protocol):
-    """The app as the palette sees it: something that runs a slash command."""
+    """The app as the palette sees it: it holds the slash commands."""
 
-    async def run_slash(self, text: str) -> None: ...
+    @property
+    def commands(self) -> SlashCommands: ...
 
 
 class SlashCommandProvider(Provider):
@@ -52,7 +53,7 @@ class SlashCommandProvider(Provider):
     async def discover(self) -> Hits:
         app = cast(SlashRunner, self.app)
         for text, _usage, help_text in self._entries():
-            yield DiscoveryHit(text, partial(app.run_slash, text), help=help_text)
+            yield DiscoveryHit(text, partial(app.commands.run, text), help=help_text)
 
     async def search(self, query: str) -> Hits:
         app = cast(SlashRunner, self.app)
@@ -63,7 +64,7 @@ class SlashCommandProvider(Provider):
                 yield Hit(
                     score,
                     matcher.highlight(text),
-                    partial(app.run_slash, text),
+                    partial(app.commands.run, text),
                     help=f"{usage} — {help_text}",
                 )
 
@@ -75,12 +76,21 @@ class SlashCommands:
         host: The app (chat, status bar, panels, screens, workers, session switching).
         approvals: The approval flow (``/approve`` opens and ends its window).
         panes: The pane control (``/pane`` picks the mirrored pane).
+        switch: Moves the app to a new (``None``) or saved session (``/clear``, ``/resume``,
+            ``/sessions``, ``/trust``).
     """
 
-    def __init__(self, host: AppHost, approvals: ApprovalFlow, panes: PaneControl) -> None:
+    def __init__(
+        self,
+        host: AppHost,
+        approvals: ApprovalFlow,
+        panes: PaneControl,
+        switch: Callable[[str | None], Awaitable[None]],
+    ) -> None:
         self.host = host
         self.approvals = approvals
         self.panes = panes
+        self.switch = switch
         self._handlers: dict[str, Callable[[str], Awaitable[None] | None]] = {
             "help": self.help,
             "approve": self.approve,
@@ -104,9 +114,11 @@ class SlashCommands:
             "quit": self.exit,
         }
 
-    async def run(self, text: str, *, ready: bool) -> None:
-        """Run ``/name argument``; before the session is ``ready`` only ``/help`` runs."""
+    async def run(self, text: str) -> None:
+        """Run ``/name argument``; before a session is attached only ``/help`` and ``/exit``
+        run."""
         chat = self.host.chat
+        ready = self.host.session_ready.is_set()
         try:
             command = parse_slash(text)
         except UnknownCommand as error:
@@ -245,13 +257,13 @@ class SlashCommands:
         )
 
     async def clear(self, argument: str) -> None:
-        await self.host.switch_session(None)
+        await self.switch(None)
 
     async def resume(self, argument: str) -> None:
         if not argument:
             await self.sessions("")
             return
-        await self.host.switch_session(argument)
+        await self.switch(argument)
 
     async def sessions(self, argument: str) -> None:
         host = self.host
@@ -259,7 +271,7 @@ class SlashCommands:
 
         async def chosen(session_id: str | None) -> None:
             if session_id is not None and session_id != host.session.session_id:
-                await host.switch_session(session_id)
+                await self.switch(session_id)
 
         from tui.ui.sessions.screen import SessionsScreen
 
@@ -362,7 +374,7 @@ class SlashCommands:
         await session.trust_workspace()
         if host.reload_settings is not None:
             await host.reload_settings()
-        await host.switch_session(session.session_id)
+        await self.switch(session.session_id)
         host.chat.add_notice(f"trusted {trust.key} in {session.config_path()}")
 
     def tools(self, argument: str) -> None:
