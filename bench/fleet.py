@@ -145,13 +145,7 @@ class Ours:
         self.session = build_session(
             target.workspace,
             loaded,
-            backend=target.backend,
-            local_paths=False,
-            target_home=target.home,
-            sandbox=target.sandbox,
-            commands=target.commands,
-            unsandboxed=target.unsandboxed,
-            fleet=target.fleet,
+            target=target,
         )
 
     async def fanout(self) -> float:

@@ -148,13 +148,7 @@ async def open_fleet_session(
             target.workspace,
             loaded,
             approver_factory=lambda bus: CallbackApprover(asking),
-            backend=target.backend,
-            local_paths=False,
-            target_home=target.home,
-            sandbox=target.sandbox,
-            commands=target.commands,
-            unsandboxed=target.unsandboxed,
-            fleet=target.fleet,
+            target=target,
         )
         side.session._bus.add_listener(side.events.append)
         made.append(side)

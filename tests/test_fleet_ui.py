@@ -71,13 +71,7 @@ async def fleet_app_session(lab: FleetLab, server: ScriptedServer, here: Path) -
     return build_session(
         target.workspace,
         loaded,
-        backend=target.backend,
-        local_paths=False,
-        target_home=target.home,
-        sandbox=target.sandbox,
-        commands=target.commands,
-        unsandboxed=target.unsandboxed,
-        fleet=target.fleet,
+        target=target,
     )
 
 
