@@ -58,7 +58,7 @@ async def test_the_trust_screen_comes_first_and_refusing_is_the_default(
     app = app_in(workspace, server, monkeypatch)
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: asking(app), "the trust screen")
-        assert app._session is None  # nothing is built before the person answers
+        assert app.link.session is None  # nothing is built before the person answers
         shown = str(app.screen.query_one("#trust-changes").render())
         assert "hooks.pre_tool_use" in shown and "approval.mode" in shown
         await pilot.press("enter")  # the focused button: don't trust

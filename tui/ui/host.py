@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from textual.notifications import SeverityLevel
     from textual.screen import Screen
     from textual.worker import Worker
 
@@ -69,7 +70,7 @@ class AppHost(Protocol):
         self,
         message: str,
         *,
-        severity: Any = ...,
+        severity: SeverityLevel = ...,
         timeout: float | None = ...,
         markup: bool = ...,
     ) -> None: ...

@@ -10,7 +10,7 @@ person the pane's keyboard: keys are then forwarded to tmux and the panel says s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from rich.style import Style
@@ -29,10 +29,13 @@ from textual.widgets import Static
 from tui.ui.mirror.keys import RELEASE_KEYS, typed_for, typed_paste
 from tui.ui.mirror.messages import PaneKeys, PaneRelease
 
+if TYPE_CHECKING:
+    from tui.events import PaneSnapshot
+
 
 @dataclass
 class PaneFrame:
-    """One ``PaneSnapshot`` event's content (duck-typed, so the UI does not pin its class)."""
+    """One ``PaneSnapshot`` event's content, as the mirror draws it."""
 
     pane_id: str
     actor: str
@@ -44,16 +47,16 @@ class PaneFrame:
     sandbox: str | None = None
 
     @classmethod
-    def from_event(cls, event: Any) -> PaneFrame:
+    def from_event(cls, event: PaneSnapshot) -> PaneFrame:
         return cls(
-            pane_id=str(event.pane_id),
-            actor=str(getattr(event, "actor", "")),
+            pane_id=event.pane_id,
+            actor=event.actor,
             lines=list(event.lines),
-            cursor_x=int(getattr(event, "cursor_x", 0) or 0),
-            cursor_y=int(getattr(event, "cursor_y", 0) or 0),
-            width=int(getattr(event, "width", 0) or 0),
-            height=int(getattr(event, "height", 0) or len(event.lines)),
-            sandbox=getattr(event, "sandbox", None),
+            cursor_x=event.cursor_x,
+            cursor_y=event.cursor_y,
+            width=event.width,
+            height=event.height or len(event.lines),
+            sandbox=event.sandbox,
         )
 
 
