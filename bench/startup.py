@@ -15,8 +15,9 @@ and reported as a ratio too:
 * **2 turns x 5 parallel ``sleep 1``** end to end through ``agent-tui -p`` (the floor is 2 s).
 * ``-X importtime``: what each package costs to import on the ``-p`` path.
 
-Targets: first request ≤ 0.25 s, exit ≤ 50 ms after the final event, first frame ≤ 0.3 s,
-parallel sleeps ≤ 2.3 s.
+Targets: first request ≤ 1.5 times the bare ``httpx`` request of the same round, exit ≤ 50 ms after
+the final event, first frame ≤ 0.3 s, parallel sleeps ≤ 2.3 s. The first request is judged by
+its ratio: on a shared machine the load moves both alike, not the seconds.
 
     python bench/startup.py [--rounds 7] [--checkout DIR]
 """
@@ -49,7 +50,10 @@ from tests.scripted_server import RecordedRequest, ScriptedServer
 
 AGENT_TUI = [str(Path(sys.executable).with_name("agent-tui"))]
 """How agent-tui is started: the installed command, or ``python -m tui`` from ``--checkout``."""
-TARGETS = {"first request": 0.25, "exit": 0.050, "first frame": 0.3, "parallel sleeps": 2.3}
+TARGETS = {"exit": 0.050, "first frame": 0.3, "parallel sleeps": 2.3}
+"""Figures judged in seconds."""
+RATIO_TARGETS = {"first request": 1.5}
+"""Figures judged by their ratio to the baseline measured beside them."""
 FRAME_TEXT = b"Ask anything"
 """Drawn by the first frame at 80x24: the prompt's placeholder, there before the session is."""
 
@@ -362,8 +366,12 @@ def main() -> int:
     print(f"{'figure':<22}{'ours':>9}  {'target':>7}  {'baseline':<22}{'base':>8}{'ratio':>8}")
     for name, value, base_name, base_value, ratio in rows:
         target = TARGETS.get(name)
+        ratio_target = RATIO_TARGETS.get(name)
         mark = "" if target is None else ("ok" if value <= target else "over")
         target_text = f"{target:.3f}" if target is not None else ""
+        if ratio_target is not None:
+            mark = "ok" if ratio <= ratio_target else "over"
+            target_text = f"{ratio_target:.1f}x"
         base_text = f"{base_value:.3f}" if base_value else ""
         print(
             f"{name:<22}{value:9.3f}  {target_text:>7}  {base_name:<22}{base_text:>8}"

@@ -37,5 +37,5 @@ def test_a_plain_import_fails_under_the_capture() -> None:
 
 
 def test_the_loader_imports_it_and_puts_the_capture_back() -> None:
-    line = "from tui.exec.tmux.libtmux_loader import load_libtmux; load_libtmux()"
+    line = "from tui.exec.tmux.sessions import load_libtmux; load_libtmux()"
     assert run(line) == "imported Capture"

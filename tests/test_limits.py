@@ -65,8 +65,8 @@ def test_a_run_within_the_limit_exits_0(
 
 def test_the_tmux_tools_limits_are_limits_too() -> None:
     from tui.errors import LimitReached
-    from tui.exec.tmux.sessions import LimitReached as SessionLimit
-    from tui.tools.builtin.tmux_common import failure
+    from tui.exec.tmux_pane import LimitReached as SessionLimit
+    from tui.tools.builtin.tmux.common import failure
 
     error = failure(SessionLimit("at most 8 sessions"))
     assert isinstance(error, LimitReached) and "max_sessions" in str(error)

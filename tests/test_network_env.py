@@ -7,6 +7,7 @@ judges where a web call really goes, also when a proxy carries it.
 
 from __future__ import annotations
 
+import ssl
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,7 +19,7 @@ import pytest
 from tests.conftest import make_harness
 from tests.proxy_support import RecordingProxy, make_ca_and_server_cert
 from tests.scripted_server import ScriptedServer
-from tui.agent.providers.base import Completed, Message
+from tui.agent.providers.base import Completed, Message, ProviderError
 from tui.agent.providers.factory import make_provider
 from tui.security.settings import SecuritySettings
 from tui.tools import tls
@@ -57,8 +58,10 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(tls, "_context", None)  # built again from this test's environment
+    monkeypatch.setattr(tls, "_building", None)  # nor one started under another's
     yield
     tls._context = None
+    tls._building = None
 
 
 @pytest.fixture
@@ -205,3 +208,75 @@ async def first_text(provider: object) -> str:
         if isinstance(event, Completed):
             return str(event.text)
     return ""
+
+
+def test_tls_is_needed_for_https_or_an_https_proxy() -> None:
+    assert tls.needs_tls("https://api.openai.com/v1", {})
+    assert tls.needs_tls("HTTPS://api.example.com", {})
+    assert not tls.needs_tls("http://127.0.0.1:11434/v1", {})
+    assert not tls.needs_tls("http://127.0.0.1:11434/v1", {"http": "http://proxy:3128"})
+    assert tls.needs_tls("http://127.0.0.1:11434/v1", {"http": "https://proxy:3128"})
+    assert tls.needs_tls("http://127.0.0.1:11434/v1", {"all": "HTTPS://proxy:3128"})
+
+
+async def test_a_plain_http_model_server_never_reads_the_ca_bundle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local server in plain http is reached without loading any CAs (a third of a bare
+    request's start-up): SSL_CERT_FILE names a file that is no bundle, and nothing reads it."""
+    not_a_bundle = tmp_path / "ca.pem"
+    not_a_bundle.write_text("not a certificate\n")
+    monkeypatch.setenv("SSL_CERT_FILE", str(not_a_bundle))
+    with ScriptedServer([{"text": "no TLS here"}]) as server:
+        provider = make_provider("openai", "m", api_key="k", base_url=server.openai_base_url)
+        try:
+            assert await first_text(provider) == "no TLS here"
+        finally:
+            await provider.aclose()
+
+
+async def test_an_https_model_server_with_an_unreadable_bundle_is_a_provider_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same bundle for an https server: a clear error of the turn, not a crash."""
+    not_a_bundle = tmp_path / "ca.pem"
+    not_a_bundle.write_text("not a certificate\n")
+    monkeypatch.setenv("SSL_CERT_FILE", str(not_a_bundle))
+    provider = make_provider("openai", "m", api_key="k", base_url="https://127.0.0.1:9/v1")
+    try:
+        with pytest.raises(ProviderError, match="CA bundle could not be loaded"):
+            await first_text(provider)
+    finally:
+        await provider.aclose()
+
+
+def test_the_plain_http_context_refuses_any_tls(tls_server: tuple[str, Path]) -> None:
+    """What a plain-http client holds in place of CAs: verification on, nothing trusted, so
+    a TLS connection through it fails even to a server the machine's bundle would trust."""
+    url, ca = tls_server
+    trusted = httpx2.get(url, verify=ssl.create_default_context(cafile=str(ca)))
+    assert trusted.status_code == 200
+    with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+        httpx2.get(url, verify=tls.no_ca_context())
+
+
+async def test_https_providers_and_web_tools_share_one_context(
+    tls_server: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started in a thread when an https provider is made, before any request; the provider
+    and the web tools then trust the same bundle (here one root that only SSL_CERT_FILE
+    names: the handshake passes and the server's own answer, 501, comes back)."""
+    url, ca = tls_server
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+    provider = make_provider(
+        "openai", "m", api_key="k", base_url=url + "v1", deadline=0.1
+    )  # no retries of the 501
+    try:
+        assert tls._building is not None  # under way before any request
+        with pytest.raises(ProviderError) as failure:
+            await first_text(provider)
+        assert "501" in failure.value.msg and "certificate" not in failure.value.msg.lower()
+        context = await tls.tls_context()
+        assert context.cert_store_stats()["x509_ca"] == 1
+    finally:
+        await provider.aclose()

@@ -38,7 +38,7 @@ from tui.events import ToolCallStarted
 from tui.exec.backend import ExecutionBackend
 from tui.exec.container.backend import ContainerBackend
 from tui.exec.local import LocalBackend
-from tui.exec.tmux import lifecycle
+from tui.exec.tmux import instances, server
 from tui.exec.tmux.backend import TmuxBackend
 from tui.security.environment import reduced_environment
 from tui.security.permissions import ApprovalMode
@@ -74,7 +74,7 @@ class Host:
 
     async def tmux(self, *args: str, check: bool = True) -> str:
         """The tmux command line on this test's socket, run on the host."""
-        argv = lifecycle.Place(self.probe, self.socket_name, "/dev/null").argv(*args)
+        argv = server.Place(self.probe, self.socket_name, "/dev/null").argv(*args)
         result = await self.probe.run(shlex.join(argv), timeout=DEADLINE)
         if check and result.exit_code != 0:
             raise AssertionError(f"tmux {' '.join(args)}: {result.stderr or result.stdout}")
@@ -427,15 +427,15 @@ async def test_the_directory_is_reported_and_persists(host: Host, make_tmux: Mak
 async def test_own_session_is_listed_held_and_closed_at_quit(
     host: Host, make_tmux: MakeTmux
 ) -> None:
-    place = lifecycle.Place(host.new_host(host.workspace), host.socket_name, "/dev/null")
+    place = server.Place(host.new_host(host.workspace), host.socket_name, "/dev/null")
     try:
         await host.tmux("new-session", "-d", "-s", "foreign", "sleep 600")
-        chosen = await lifecycle.choose_session(place, owner=OWNER, workspace=host.workspace)
+        chosen = await instances.choose_session(place, owner=OWNER, workspace=host.workspace)
         assert not chosen.reattached and chosen.name not in await host.sessions()
         backend = make_tmux(session=chosen.name, workspace=host.workspace, own_session=True)
         await backend.start()
         _, _ = await backend.create_session("side")
-        listed = {info.name: info for info in await lifecycle.list_server(place)}
+        listed = {info.name: info for info in await server.list_server(place)}
         own = listed[chosen.name]
         assert (own.owner, own.workspace, own.kept, own.held) == (
             OWNER,
@@ -445,7 +445,7 @@ async def test_own_session_is_listed_held_and_closed_at_quit(
         )
         assert listed["atui-side"].owner == OWNER and listed["foreign"].owner == ""
         # A second instance in the same workspace never takes a held session.
-        other = await lifecycle.choose_session(place, owner=OWNER, workspace=host.workspace)
+        other = await instances.choose_session(place, owner=OWNER, workspace=host.workspace)
         assert other.name != chosen.name and not other.reattached
         attach = backend.attach_command()
         assert chosen.name in attach
@@ -459,18 +459,18 @@ async def test_own_session_is_listed_held_and_closed_at_quit(
 async def test_a_kept_session_survives_quit_and_is_reattached(
     host: Host, make_tmux: MakeTmux
 ) -> None:
-    place = lifecycle.Place(host.new_host(host.workspace), host.socket_name, "/dev/null")
+    place = server.Place(host.new_host(host.workspace), host.socket_name, "/dev/null")
     try:
-        chosen = await lifecycle.choose_session(place, owner=OWNER, workspace=host.workspace)
+        chosen = await instances.choose_session(place, owner=OWNER, workspace=host.workspace)
         first = make_tmux(
             session=chosen.name, workspace=host.workspace, own_session=True, keep_session=True
         )
         await first.run("export LEFT=behind", timeout=DEADLINE)
         assert await first.is_kept()
         await first.close()
-        listed = {info.name: info for info in await lifecycle.list_server(place)}
+        listed = {info.name: info for info in await server.list_server(place)}
         assert listed[chosen.name].kept and not listed[chosen.name].held
-        again = await lifecycle.choose_session(place, owner=OWNER, workspace=host.workspace)
+        again = await instances.choose_session(place, owner=OWNER, workspace=host.workspace)
         assert again.reattached and again.name == chosen.name
         assert again.notice and "re-attached the kept session" in again.notice
         second = make_tmux(session=again.name, workspace=host.workspace, own_session=True)
@@ -486,14 +486,14 @@ async def test_a_kept_session_survives_quit_and_is_reattached(
 async def test_sessions_are_killed_through_the_cli_when_no_client_is_left(
     host: Host, make_tmux: MakeTmux
 ) -> None:
-    place = lifecycle.Place(host.new_host(host.workspace), host.socket_name, "/dev/null")
+    place = server.Place(host.new_host(host.workspace), host.socket_name, "/dev/null")
     try:
         backend = make_tmux(session="gone-soon")
         await backend.start()
         await host.tmux("new-session", "-d", "-s", "theirs", "sleep 600")
         await backend.close()  # not its own session: left running, client detached
         assert await host.sessions() == {"atui-gone-soon", "theirs"}
-        killed = await lifecycle.end_sessions(place, OWNER, ["atui-gone-soon", "theirs"])
+        killed = await instances.end_sessions(place, OWNER, ["atui-gone-soon", "theirs"])
         assert killed == ["atui-gone-soon"]
         assert await host.sessions() == {"theirs"}
     finally:

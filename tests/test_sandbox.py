@@ -35,6 +35,7 @@ from tui.exec.local import LocalBackend
 from tui.exec.sandbox import bwrap as bwrap_module
 from tui.exec.sandbox import sandbox as sandbox_module
 from tui.exec.sandbox.bwrap import find_bwrap
+from tui.exec.sandbox.places import Places
 from tui.exec.sandbox.sandbox import Sandbox, SandboxRequired
 from tui.security.confinement import (
     OUTSIDE,
@@ -210,6 +211,67 @@ async def test_read_only_writes_nothing_but_a_private_tmp_and_says_why(machine: 
     assert changed(before, snapshot(machine.workspace)) == []
     assert any("read-only" in note and "outside_sandbox" in note for note in result.notices)
     assert not Path("/tmp/scratch").exists() or Path("/tmp/scratch").read_text() != "t\n"
+    await sandbox.close()
+
+
+def vanishing_places(sandbox: Sandbox, gone: Path, times: int) -> list[int]:
+    """The first ``times`` lookups name a hidden file that is gone by the mount: what a
+    history file rewritten at the wrong moment does, made certain. Counts the lookups."""
+    real = sandbox.places
+    calls: list[int] = []
+
+    async def places() -> Places:
+        found = await real()
+        calls.append(1)
+        if len(calls) <= times:
+            found.hidden_files.append(str(gone))
+        return found
+
+    sandbox.places = places  # type: ignore[method-assign]
+    return calls
+
+
+@real_bwrap
+async def test_a_hidden_place_gone_before_the_mount_builds_the_walls_again_once(
+    machine: Planted,
+) -> None:
+    sandbox = await started(machine.sandbox())
+    calls = vanishing_places(sandbox, machine.home / ".vanished_history", times=1)
+    result = await backend_on(machine, sandbox).run(
+        "echo ran >> runs.log; echo ok", env=machine.env(), confinement=WORKSPACE
+    )
+    assert result.exit_code == 0 and result.stdout == "ok\n", result
+    assert len(calls) == 2
+    assert (machine.workspace / "runs.log").read_text() == "ran\n"  # once, not twice
+    assert any(note.startswith("the sandbox was built again") for note in result.notices)
+    await sandbox.close()
+
+
+@real_bwrap
+async def test_walls_that_cannot_be_built_say_the_command_did_not_run(machine: Planted) -> None:
+    sandbox = await started(machine.sandbox())
+    calls = vanishing_places(sandbox, machine.home / ".vanished_history", times=2)
+    result = await backend_on(machine, sandbox).run(
+        "echo ran >> runs.log", env=machine.env(), confinement=WORKSPACE
+    )
+    assert result.exit_code == 1 and len(calls) == 2
+    assert not (machine.workspace / "runs.log").exists()
+    assert any("so the command did not run" in note for note in result.notices), result
+    await sandbox.close()
+
+
+@real_bwrap
+async def test_a_command_that_fails_like_bwrap_runs_once(machine: Planted) -> None:
+    """A command's own output cannot pass for a failed build and get itself run twice."""
+    sandbox = await started(machine.sandbox())
+    result = await backend_on(machine, sandbox).run(
+        'echo ran >> runs.log; echo "bwrap: Can\'t bind mount /x: No such file" >&2; exit 1',
+        env=machine.env(),
+        confinement=WORKSPACE,
+    )
+    assert result.exit_code == 1
+    assert (machine.workspace / "runs.log").read_text() == "ran\n"
+    assert not any("sandbox" in note and "built" in note for note in result.notices)
     await sandbox.close()
 
 

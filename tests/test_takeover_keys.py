@@ -134,7 +134,7 @@ def typed(data: str) -> list[Typed]:
 async def type_into(pane: Pane, items: list[Typed], *, burst: int = 7) -> None:
     """Hand ``items`` to ``forward`` in bursts, as the app's key worker does."""
     for start in range(0, len(items), burst):
-        await forward(pane.backend, pane.pane_id, items[start : start + burst])
+        await forward(pane.backend.send_typed, pane.pane_id, items[start : start + burst])
 
 
 # -- literal text, found by hypothesis --------------------------------------------------------

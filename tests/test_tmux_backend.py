@@ -27,9 +27,8 @@ from tests.tmux_helpers import (
 from tui.events import Event, PaneSnapshot
 from tui.exec.backend import BackendError
 from tui.exec.tmux.backend import TmuxBackend
-from tui.exec.tmux.guard import ShellGuardError
 from tui.exec.tmux.mirror import PaneMirror
-from tui.exec.tmux.sessions import LimitReached, NotOurs
+from tui.exec.tmux_pane import LimitReached, NotOurs, ShellGuardError
 
 pytestmark = needs_tmux
 
@@ -242,6 +241,20 @@ async def test_cancel_sends_ctrl_c_and_frees_the_pane(make_backend: MakeBackend)
     assert backend.running_command(backend.default_pane or "") is None
 
 
+async def test_a_cancel_before_the_start_types_nothing(
+    make_backend: MakeBackend, tmp_path: Path
+) -> None:
+    backend = make_backend()
+    await backend.start()
+    cancel = asyncio.Event()
+    cancel.set()
+    marker = tmp_path / "typed"
+    result = await backend.run(f"touch '{marker}'", timeout=DEADLINE, cancel=cancel)
+    assert result.cancelled and result.exit_code is None and result.merged_output
+    assert (await backend.run("echo next", timeout=DEADLINE)).stdout == "next\n"
+    assert not marker.exists()
+
+
 async def test_dispatch_returns_at_once_and_capture_sees_the_output(
     make_backend: MakeBackend,
 ) -> None:
@@ -404,7 +417,9 @@ async def test_mirror_publishes_coloured_frames_of_the_last_used_pane(
         async with asyncio.timeout(DEADLINE):
             await second.wait()
         assert mirror.pane_id == other
-        # The person types through the mirror: text, then raw terminal bytes.
+        # The person types into the mirrored pane: text and a key, then raw terminal bytes.
+        pane_id = mirror.pane_id
+        assert pane_id is not None
         for typed, shown in (("echo person-$((6*7))", "person-42"), ("echo raw-$((2*3))", "raw-6")):
             seen = asyncio.Event()
             watch = shown
@@ -416,9 +431,10 @@ async def test_mirror_publishes_coloured_frames_of_the_last_used_pane(
 
             mirror.publish = lambda event, check=check: (publish(event), check(event))
             if typed.startswith("echo person"):
-                await mirror.send_keys(typed, literal=True, enter=True)
+                await backend.send_typed(pane_id, "text", typed)
+                await backend.send_typed(pane_id, "key", "Enter")
             else:
-                await mirror.send_input(typed.encode() + b"\r")
+                await backend.send_input(pane_id, typed.encode() + b"\r")
             async with asyncio.timeout(DEADLINE):
                 await seen.wait()
     finally:

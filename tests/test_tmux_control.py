@@ -35,7 +35,7 @@ from tui.exec.tmux.markers import (
     strip_markers,
     terminal_text,
 )
-from tui.exec.tmux.sessions import canonical_session_name
+from tui.exec.tmux_pane import canonical_session_name
 
 DEADLINE = 10.0
 NONCE = "0123abcd"

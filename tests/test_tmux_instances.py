@@ -25,7 +25,9 @@ from tests.tmux_helpers import clean_env, kill_server, needs_tmux, new_socket_na
 from tui.config import Settings
 from tui.config.sections.targets import TmuxSettings
 from tui.exec import procs
+from tui.exec.local import LocalBackend
 from tui.exec.tmux.backend import TmuxBackend
+from tui.exec.tmux.server import Place
 from tui.targets import TargetChoice, open_target
 
 pytestmark = [needs_tmux, pytest.mark.timeout(240)]
@@ -173,6 +175,56 @@ async def test_a_killed_instances_session_and_jobs_are_swept_at_the_next_start(
     finally:
         await target.backend.close()
     await wait_until(lambda: sockets(base) == [], "nothing left at all")
+
+
+async def test_a_start_killed_before_it_marked_its_session_is_swept_all_the_same(
+    base: str, tmp_path: Path
+) -> None:
+    """A SIGKILL between starting the server and marking its session leaves a session with
+    no marks: the server's environment names the agent-tui that started it."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    socket = f"{base}-dead0001"
+    script = (
+        "import subprocess\n"
+        "from tui.exec.local import LocalBackend\n"
+        "from tui.exec.tmux.server import Place\n"
+        f"argv = Place(LocalBackend(), {socket!r}).argv('new-session', '-d', '-s', 'x', 'cat')\n"
+        "subprocess.run(argv, check=True)\n"
+    )
+    repo = Path(__file__).resolve().parents[1]
+    starter = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, cwd=repo, env=clean_env()
+    )
+    assert await starter.wait() == 0
+    assert socket in sockets(base)
+
+    target = await open_target(
+        TargetChoice(tmux=True), settings_for(base), workspace, interactive=False
+    )
+    try:
+        (swept,) = [n for n in target.notices if n.startswith("swept ")]
+        assert f"pid {starter.pid}" in swept
+        assert socket not in sockets(base)
+    finally:
+        await target.backend.close()
+
+
+async def test_a_server_started_by_a_live_process_is_left_alone(base: str, tmp_path: Path) -> None:
+    """The same unmarked session, but its starter still runs (an instance mid-start)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    socket = f"{base}-live0001"
+    argv = Place(LocalBackend(), socket).argv("new-session", "-d", "-s", "x", "cat")
+    await asyncio.to_thread(subprocess.run, argv, check=True, env=clean_env())
+    target = await open_target(
+        TargetChoice(tmux=True), settings_for(base), workspace, interactive=False
+    )
+    try:
+        assert not [n for n in target.notices if n.startswith("swept ")]
+        assert socket in sockets(base)
+    finally:
+        await target.backend.close()
 
 
 async def test_a_normal_close_stops_detached_jobs(base: str, tmp_path: Path) -> None:

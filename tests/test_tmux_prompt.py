@@ -448,7 +448,7 @@ def make_backend_for_app(socket_name: str, workspace: Path) -> TmuxBackend:
 
 @pytest.mark.parametrize("split", range(1, 60, 7))
 def test_the_prompt_watch_follows_markers_split_across_reads(split: int) -> None:
-    from tui.exec.tmux.prompt import PromptWatch
+    from tui.exec.tmux.panes import PromptWatch
 
     nonce = "0123abcd"
     watch = PromptWatch(nonce)

@@ -31,8 +31,7 @@ from tests.tmux_helpers import (
 from tui.config import Settings, TmuxSettings
 from tui.exec.local import LocalBackend
 from tui.exec.tmux.backend import TmuxBackend
-from tui.exec.tmux.lifecycle import KEPT_OPTION, WORKSPACE_OPTION
-from tui.exec.tmux.naming import session_name
+from tui.exec.tmux.sessions import KEPT_OPTION, WORKSPACE_OPTION, session_name
 from tui.targets import Target, TargetChoice, open_target
 
 __all__ = ["cli", "model_server"]  # fixtures used here by name
@@ -317,7 +316,7 @@ def test_help_says_how_to_find_the_agents_shell() -> None:
 
 async def test_the_persons_own_tmux_pane_is_named(socket_name: str, tmp_path: Path) -> None:
     from tests.tmux_helpers import tmux
-    from tui.exec.tmux.usertmux import user_pane
+    from tui.exec.tmux.sessions import user_pane
 
     await tmux(socket_name, "-f", "/dev/null", "new-session", "-d", "-s", "mine", "cat")
     fields = await tmux(

@@ -19,11 +19,13 @@ from textual.message import Message
 from textual.pilot import Pilot
 
 from tests.conftest import with_metadata
+from tests.fake_tmux_pane import FakeTmuxPane
 from tests.scripted_server import ScriptedServer
 from tui.config import load_settings
 from tui.events import Event
 from tui.exec.backend import BackendError
 from tui.exec.local import LocalBackend
+from tui.exec.tmux_pane import TypedKind
 from tui.security.rules import Rule
 from tui.session import AgentSession
 from tui.session_pane import coalesce
@@ -300,30 +302,16 @@ def pane_snapshot_class() -> type[Event]:
     return PaneSnapshot
 
 
-class KeyRecordingTmux(LocalBackend):
+class KeyRecordingTmux(FakeTmuxPane):
     """A tmux-capable backend as far as the UI can tell: what reaches the pane is recorded."""
 
-    SUPPORTS_TMUX = True
-
     def __init__(self, workspace: Path) -> None:
-        super().__init__(default_cwd=str(workspace))
+        super().__init__(workspace, "local/tmux:%7")
         self.sent: list[tuple[str, Typed]] = []
 
-    @property
-    def actor(self) -> str:
-        return "local/tmux:%7"
-
-    async def send_keys(
-        self, target: str, keys: str, *, literal: bool = False, guard: bool = True
-    ) -> None:
-        assert guard is False  # the person typing is never held to the agent's guard
-        self.sent.append((target, Typed("text" if literal else "key", keys)))
-
-    async def send_input(self, pane_id: str, data: bytes) -> None:
-        self.sent.append((pane_id, Typed("text", data.decode())))
-
-    async def paste(self, pane_id: str, text: str) -> None:
-        self.sent.append((pane_id, Typed("paste", text)))
+    async def send_typed(self, pane_id: str, kind: TypedKind, data: str) -> None:
+        # The person typing is never held to the agent's guard: ``send_typed`` has none.
+        self.sent.append((pane_id, Typed(kind, data)))
 
 
 async def test_take_over_the_pane_and_give_it_back(workspace: Path) -> None:
@@ -371,14 +359,8 @@ async def test_take_over_the_pane_and_give_it_back(workspace: Path) -> None:
 class RefusingTmux(KeyRecordingTmux):
     """A pane whose tmux went away: every send is tried (and recorded) and fails."""
 
-    async def send_keys(
-        self, target: str, keys: str, *, literal: bool = False, guard: bool = True
-    ) -> None:
-        await super().send_keys(target, keys, literal=literal, guard=guard)
-        raise BackendError("no server running on /tmp/tmux-0/gone")
-
-    async def send_input(self, pane_id: str, data: bytes) -> None:
-        await super().send_input(pane_id, data)
+    async def send_typed(self, pane_id: str, kind: TypedKind, data: str) -> None:
+        await super().send_typed(pane_id, kind, data)
         raise BackendError("no server running on /tmp/tmux-0/gone")
 
 

@@ -34,6 +34,7 @@ from tui.cli_args import (
     load,
     parse_args,
 )
+from tui.startup_gc import hold as hold_collector
 
 if TYPE_CHECKING:
     from tui.claude_stream import RunFacts
@@ -269,8 +270,10 @@ def console() -> None:
     By the time ``main`` returns the session is closed, the transcript written and the
     terminal restored; what is left is the interpreter tearing down hundreds of modules,
     0.2-0.4 s nobody waits for. Files still queued for disk and the standard streams are
-    flushed first, then the process ends without that teardown.
+    flushed first, then the process ends without that teardown. The garbage collector is held
+    back until the first session is built (``tui.startup_gc``).
     """
+    hold_collector()
     code = main()
     from tui.spill import SPILL
 

@@ -470,17 +470,17 @@ class AgentSession(SessionPane, SessionCommands):
         mode = ApprovalMode(name)
         changed = mode is not self._policy.approval_mode
         self._policy.approval_mode = mode
-        if changed and self._policy.sandbox.active and self._backend.SUPPORTS_TMUX:
+        if changed and self._policy.sandbox.active and self.has_pane():
             # The watched shell moves into the new mode's walls now, not at the next command,
             # so what the person takes over is what the mirror's title says.
             self._mode_change = asyncio.ensure_future(self._restart_shell())
 
     async def _restart_shell(self) -> None:
-        tmux = self._tmux()
-        if tmux is None:
+        pane = self._pane()
+        if pane is None:
             return
         try:
-            notices = await tmux.refresh_sandbox()
+            notices = await pane.refresh_sandbox()
         except AgentTuiError as error:
             notices = [f"could not restart the shell in the new sandbox: {error.msg}"]
         for notice in notices:

@@ -2,15 +2,16 @@
 
 ``AgentSession`` answers every pane question of ``SessionAPI`` here (frames, size, the
 person's keys, the tmux session behind the pane, a fleet's hosts and their mirrors), so the
-app never holds a backend. A backend offers the pane by having it: the keyboard of
-``PaneKeyboard``, and for the rest the tmux backend's own methods.
+app never holds a backend. A backend offers the pane by answering ``TmuxPane``
+(``tui.exec.tmux_pane``), asked once through ``tmux_pane``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
+from tui.exec.tmux_pane import TmuxPane, TypedKind, tmux_pane
 from tui.session_api import KeysNotSent, PaneSession, Typed
 
 if TYPE_CHECKING:
@@ -18,21 +19,7 @@ if TYPE_CHECKING:
     from tui.exec.backend import ExecutionBackend
     from tui.exec.fleet.fleet import Fleet
     from tui.exec.fleet.mirrors import HostMirrors
-    from tui.exec.tmux.backend import TmuxBackend
     from tui.exec.tmux.mirror import PaneMirror
-
-
-@runtime_checkable
-class PaneKeyboard(Protocol):
-    """What a take-over needs of a backend (``TmuxBackend`` has all three)."""
-
-    async def send_input(self, pane_id: str, data: bytes) -> None: ...
-
-    async def send_keys(
-        self, target: str, keys: str, *, literal: bool = False, guard: bool = True
-    ) -> object: ...
-
-    async def paste(self, pane_id: str, text: str) -> None: ...
 
 
 def coalesce(items: Sequence[Typed]) -> list[Typed]:
@@ -46,8 +33,13 @@ def coalesce(items: Sequence[Typed]) -> list[Typed]:
     return merged
 
 
-async def forward(keyboard: PaneKeyboard, pane_id: str, items: Sequence[Typed]) -> None:
-    """Send ``items`` to the pane in order, runs of text joined.
+TypedSink = Callable[[str, TypedKind, str], Awaitable[None]]
+"""Where typed things go, ``(pane id, kind, data)``: a pane's ``TmuxPane.send_typed``."""
+
+
+async def forward(send: TypedSink, pane_id: str, items: Sequence[Typed]) -> None:
+    """Send ``items`` to the pane in order, runs of text joined; the person is at the
+    keyboard: no shared-shell guard, no policy (``TmuxPane.send_typed``).
 
     Raises:
         KeysNotSent: a send failed; nothing after it was sent, so nothing arrives out of
@@ -56,13 +48,7 @@ async def forward(keyboard: PaneKeyboard, pane_id: str, items: Sequence[Typed]) 
     batch = coalesce(items)
     for index, item in enumerate(batch):
         try:
-            if item.kind == "text":
-                await keyboard.send_input(pane_id, item.data.encode())
-            elif item.kind == "paste":
-                await keyboard.paste(pane_id, item.data)
-            else:
-                # The person is at the keyboard: no shared-shell guard, no policy.
-                await keyboard.send_keys(pane_id, item.data, guard=False)
+            await send(pane_id, item.kind, item.data)
         except Exception as error:
             raise KeysNotSent(error, batch[index:]) from error
 
@@ -77,34 +63,27 @@ class SessionPane:
     _pane_pump: PaneMirror | None
     _fleet_mirrors: HostMirrors | None
 
-    def _tmux(self) -> TmuxBackend | None:
-        """The target's tmux backend, when its commands run in one of ours."""
-        from tui.exec.tmux.backend import TmuxBackend
-
-        return self._backend if isinstance(self._backend, TmuxBackend) else None
-
-    def _pane_backend(self, host: str | None) -> ExecutionBackend | None:
-        """Whose pane the person's keys go to: the target's, or an opened fleet host's."""
-        if host is None or self._fleet is None:
-            return self._backend
-        opened = self._fleet.opened(host)
-        return opened.backend if opened is not None else None
+    def _pane(self, host: str | None = None) -> TmuxPane | None:
+        """The target's tmux pane, or an opened fleet host's; None where there is no tmux."""
+        backend: ExecutionBackend | None = self._backend
+        if host is not None and self._fleet is not None:
+            opened = self._fleet.opened(host)
+            backend = opened.backend if opened is not None else None
+        return tmux_pane(backend) if backend is not None else None
 
     def has_pane(self, host: str | None = None) -> bool:
         """The target (or the fleet's ``host``) runs commands in a tmux pane."""
-        if host is None:
-            return self._backend.SUPPORTS_TMUX
-        return isinstance(self._pane_backend(host), PaneKeyboard)
+        return self._pane(host) is not None
 
     async def start_pane_mirror(self) -> None:
         """Frames of the agent's tmux pane onto the bus (``PaneSnapshot``), for the mirror."""
         from tui.exec.tmux.mirror import PaneMirror
 
-        tmux = self._tmux()
-        if tmux is None:
-            return  # tmux-capable but not ours: its owner publishes the frames
+        pane = self._pane()
+        if pane is None:
+            return
         await self.stop_pane_mirror()
-        pump = PaneMirror(tmux, self._bus.publish)
+        pump = PaneMirror(pane, self._bus.publish)
         self._pane_pump = pump
         await pump.start()
 
@@ -121,9 +100,9 @@ class SessionPane:
     async def resize_pane(self, pane_id: str, columns: int, rows: int) -> None:
         """Give ``pane_id`` (and its window) the mirror box's size; nothing on a pane that is
         not ours to size."""
-        tmux = self._tmux()
-        if tmux is not None:
-            await tmux.resize_pane(pane_id, columns, rows)
+        pane = self._pane()
+        if pane is not None:
+            await pane.resize_pane(pane_id, columns, rows)
 
     async def send_to_pane(self, host: str | None, pane_id: str, items: Sequence[Typed]) -> None:
         """The person's keys during a take-over, in order (see ``forward``).
@@ -131,31 +110,31 @@ class SessionPane:
         Raises:
             KeysNotSent: a send failed, or no pane takes keys there.
         """
-        keyboard = self._pane_backend(host)
-        if not isinstance(keyboard, PaneKeyboard):
+        pane = self._pane(host)
+        if pane is None:
             where = f"host {host}" if host is not None else self._backend.actor
             raise KeysNotSent(LookupError(f"no tmux pane on {where}"), list(items))
-        await forward(keyboard, pane_id, items)
+        await forward(pane.send_typed, pane_id, items)
 
     async def pane_session(self) -> PaneSession | None:
         """The tmux session of the agent's shell, how to attach to it, whether it is kept."""
-        tmux = self._tmux()
-        if tmux is None:
+        pane = self._pane()
+        if pane is None:
             return None
-        kept = await tmux.is_kept()
-        return PaneSession(tmux.default_session, tmux.attach_command(), kept)
+        kept = await pane.is_kept()
+        return PaneSession(pane.default_session, pane.attach_command(), kept)
 
     async def keep_pane(self, keep: bool) -> PaneSession | None:
         """``/pane keep`` / ``/pane close``: the session as it now stands; None without one."""
-        tmux = self._tmux()
-        if tmux is None:
+        pane = self._pane()
+        if pane is None:
             return None
-        await tmux.set_kept(keep)
-        return PaneSession(tmux.default_session, tmux.attach_command(), keep)
+        await pane.set_kept(keep)
+        return PaneSession(pane.default_session, pane.attach_command(), keep)
 
     async def user_pane(self) -> str | None:
         """One line on the person's own tmux pane; None when agent-tui is not inside tmux."""
-        from tui.exec.tmux.usertmux import user_pane  # libtmux only when asked
+        from tui.exec.tmux.sessions import user_pane  # libtmux only when asked
 
         return await user_pane()
 

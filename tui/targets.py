@@ -235,28 +235,20 @@ async def open_tmux(
     """The agent's tmux session on ``host`` (its own per instance, or the one configured);
     ``socket_suffix`` gives a fleet host a tmux server of its own (two inventory names can be
     one machine)."""
-    from tui.exec.tmux import lifecycle
     from tui.exec.tmux.backend import TmuxBackend
-    from tui.exec.tmux.instances import open_instance, survey, sweep
+    from tui.exec.tmux.instances import open_instance
 
     tmux = settings.tmux
     base = (tmux.socket_name or "agent-tui") + socket_suffix
     # The panes' shells live on past any one command: give them the reduced environment,
     # never this process's own (API keys must not reach the shared shell).
     env = reduced_environment(settings.security.env_allowlist, settings.security.env_passthrough)
-    if tmux.session:
-        # The person named a session to share: it lives on the base socket, started in turns;
-        # dead instances' leftovers there are swept all the same.
-        socket_name = base
-        swept = await sweep(host, await survey(host, base, env), owner=OWNER, base=base, env=env)
-        place = lifecycle.Place(host, socket_name, env=env)
-        chosen = await lifecycle.choose_session(
-            place, owner=OWNER, workspace=str(workspace), fixed=tmux.session
-        )
-    else:
-        # A tmux server of its own per instance and run (``instances`` says why).
-        instance = await open_instance(host, base, env, owner=OWNER, workspace=str(workspace))
-        socket_name, chosen, swept = instance.socket, instance.choice, instance.notices
+    # A tmux server of its own per instance and run (``instances`` says why), or the session
+    # the person named, to share, on the base socket; dead instances' leftovers are swept.
+    instance = await open_instance(
+        host, base, env, owner=OWNER, workspace=str(workspace), fixed=tmux.session
+    )
+    socket_name, chosen, swept = instance.socket, instance.choice, instance.notices
     backend = TmuxBackend(
         host,
         socket_name=socket_name,

@@ -37,6 +37,7 @@ from tui.security.confinement import WORKSPACE, WORKSPACE_NET, SandboxFacts
 from tui.security.grants import GrantStore
 from tui.security.policy import SecurityPolicy
 from tui.session import AgentSession
+from tui.startup_gc import release as release_collector
 from tui.tools.base import Tool
 from tui.tools.builtin.catalog import builtin_tools
 from tui.tools.builtin.config_tool import ConfigTool
@@ -316,6 +317,7 @@ def build_session(
     )
     for warning in warnings:
         bus.publish(Notice(message=warning, level="warning"))
+    release_collector()  # start-up is over (tui/startup_gc.py)
     return session
 
 

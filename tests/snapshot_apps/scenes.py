@@ -20,6 +20,7 @@ from typing import Any
 
 from textual.pilot import Pilot
 
+from tests.fake_tmux_pane import FakeTmuxPane
 from tests.snapshot_apps import diff_scenes
 from tests.snapshot_apps.truth_scenes import TRUTH_SCENES, truth_scene
 from tui.config import load_settings
@@ -43,7 +44,6 @@ from tui.events import (
     Usage,
     UserMessage,
 )
-from tui.exec.local import LocalBackend
 from tui.security.confinement import SandboxFacts
 from tui.security.rules import Rule
 from tui.session import AgentSession
@@ -67,24 +67,11 @@ def workspace() -> Path:
     return path
 
 
-class DemoTmux(LocalBackend):
-    """Looks tmux-capable to the UI (a remote pane, say); typing into it is recorded."""
-
-    SUPPORTS_TMUX = True
+class DemoTmux(FakeTmuxPane):
+    """Looks tmux-capable to the UI (a remote pane, say); nothing runs behind it."""
 
     def __init__(self, actor: str = "ssh:staging-1/tmux:%3") -> None:
-        super().__init__(default_cwd=str(workspace()))
-        self._actor = actor
-        self.sent: list[tuple[str, str, bool]] = []
-
-    @property
-    def actor(self) -> str:
-        return self._actor
-
-    async def send_keys(
-        self, target: str, keys: str, *, literal: bool = False, guard: bool = True
-    ) -> None:
-        self.sent.append((target, keys, literal))
+        super().__init__(workspace(), actor)
 
 
 def make_session(*, provider: bool = True, backend: Any = None) -> AgentSession:

@@ -370,8 +370,6 @@ class AgentLoop:
         return self._definitions[1]
 
     async def _stream(self) -> Completed | None:
-        if self._rater is None:  # the request goes out now: load the rater while it is out
-            self._rater = asyncio.ensure_future(asyncio.to_thread(warm_rater))
         tools = self._tool_definitions()
         text_parts: list[str] = []
         completed: Completed | None = None
@@ -385,6 +383,8 @@ class AgentLoop:
             ):
                 if self._prices is None:  # the request is out: load prices while it streams
                     self._prices = asyncio.ensure_future(pricing.warm())
+                if self._rater is None:  # and the rater, for the commands it may hold
+                    self._rater = asyncio.ensure_future(asyncio.to_thread(warm_rater))
                 if isinstance(event, TextDelta):
                     piece = clean(event.text)
                     text_parts.append(piece)
@@ -416,6 +416,10 @@ class AgentLoop:
         _widen(measured, completed.usage)
         if self._prices is not None:
             await self._prices
+        if self._rater is not None and completed.tool_calls:
+            # The first commands are judged with the rater loaded, not while it loads (a
+            # failed load is the judge's to report, when it imports the rater itself).
+            await asyncio.wait([self._rater])
         finished = self._finish_message(completed)
         self.context.meter.measured(_prompt_tokens(measured), self.messages)
         return finished

@@ -53,6 +53,19 @@ class ExecResult:
     None for a fresh process per command or when the shell did not say."""
 
 
+def cancelled_early(
+    cancel: asyncio.Event | None, *, merged_output: bool = False
+) -> ExecResult | None:
+    """The result of a command whose cancel came before it started; None when it did not.
+
+    Every backend's ``run`` asks this first, so a call cancelled while it waited (for its
+    approval, for its turn) never starts, on any target.
+    """
+    if cancel is None or not cancel.is_set():
+        return None
+    return ExecResult(exit_code=None, cancelled=True, merged_output=merged_output)
+
+
 class InteractiveProcess(ABC):
     """A long-lived process on the target with byte pipes (a tmux control client, say).
 
@@ -81,11 +94,11 @@ class InteractiveProcess(ABC):
 class ExecutionBackend(ABC):
     """Runs commands and moves files on one target.
 
-    Optional abilities are a method plus a flag: ``SUPPORTS_TMUX`` backends also implement
-    ``dispatch``, ``capture`` and ``send_keys`` (see the tmux backends).
+    Optional abilities are a method plus a flag (``SUPPORTS_SPAWN`` and ``spawn``). A backend
+    with tmux panes a person can watch answers a protocol of its own instead, beside this one:
+    ``tui.exec.tmux_pane.TmuxPane``, asked through ``tmux_pane(backend)``.
     """
 
-    SUPPORTS_TMUX: bool = False
     SUPPORTS_SPAWN: bool = False
 
     @property

@@ -41,7 +41,9 @@ from tui.exec.backend import (
     ExecResult,
     ExecutionBackend,
     InteractiveProcess,
+    cancelled_early,
 )
+from tui.exec.sandbox.bwrap import setup_failed
 from tui.exec.sandbox.explain import sandbox_notes
 from tui.exec.sandbox.sandbox import Sandbox
 from tui.exec.streams import KEEP_LIMIT as STREAM_KEEP_LIMIT
@@ -182,22 +184,74 @@ class LocalBackend(ExecutionBackend):
         cancel: asyncio.Event | None = None,
         confinement: Confinement | None = None,
     ) -> ExecResult:
-        if cancel is not None and cancel.is_set():
-            return ExecResult(exit_code=None, cancelled=True)
+        if (early := cancelled_early(cancel)) is not None:
+            return early
         started = time.perf_counter()
+        workdir = cwd if cwd is not None else self._default_cwd
+        shell_argv = [self._shell, "-c", command]
+        first_try = ""
+        for attempt in range(2):
+            status_read, status_write = os.pipe()
+            try:
+                argv, walls = shell_argv, None
+                if self.sandbox is not None:
+                    walls = confinement or self.sandbox.base()
+                    argv = await self.sandbox.wrap(
+                        shell_argv, walls, cwd=workdir, status_fd=status_write
+                    )
+                    if not self.sandbox.active:
+                        walls = None
+                wrapped = argv != shell_argv
+                result = await self._run_once(
+                    argv,
+                    workdir,
+                    env,
+                    timeout=timeout,
+                    on_chunk=on_chunk,
+                    cancel=cancel,
+                    walls=walls,
+                    pass_fds=(status_write,) if wrapped else (),
+                )
+                status = _read_ready(status_read)
+            finally:
+                os.close(status_read)
+                os.close(status_write)
+            broken = wrapped and not (result.timed_out or result.cancelled)
+            if not (broken and setup_failed(status, result.exit_code)):
+                if attempt:
+                    result.notices.insert(
+                        0,
+                        "the sandbox was built again: a place it hides changed while it was "
+                        f"being built ({first_try})",
+                    )
+                break
+            said = result.stderr.strip().splitlines()
+            first_try = said[-1] if said else "bwrap failed"
+            if attempt:
+                result.notices.append(
+                    f"the sandbox could not be built, so the command did not run: {first_try}"
+                )
+        result.duration_ms = (time.perf_counter() - started) * 1000.0
+        return result
+
+    async def _run_once(
+        self,
+        argv: list[str],
+        workdir: str | None,
+        env: Mapping[str, str] | None,
+        *,
+        timeout: float | None,
+        on_chunk: ChunkSink | None,
+        cancel: asyncio.Event | None,
+        walls: Confinement | None,
+        pass_fds: tuple[int, ...],
+    ) -> ExecResult:
+        """One spawn of ``argv`` to its end (or its timeout or cancel)."""
         loop = asyncio.get_running_loop()
         protocol = CommandProtocol(loop, on_chunk, KEEP_LIMIT)
-        workdir = cwd if cwd is not None else self._default_cwd
         watchdog = await shared_watchdog()
-        argv = [self._shell, "-c", command]
-        walls = None
-        if self.sandbox is not None:
-            walls = confinement or self.sandbox.base()
-            argv = await self.sandbox.wrap(argv, walls, cwd=workdir)
-            if not self.sandbox.active:
-                walls = None
         moment = time.monotonic()
-        transport = await self._spawn(loop, protocol, argv, workdir, env)
+        transport = await self._spawn(loop, protocol, argv, workdir, env, pass_fds=pass_fds)
         pgid = transport.get_pid()
         if watchdog is not None:
             watchdog.watch(pgid)
@@ -216,7 +270,6 @@ class LocalBackend(ExecutionBackend):
                 exit_code=None if protocol.killing else transport.get_returncode(),
                 stdout=protocol.stdout.text,
                 stderr=protocol.stderr.text,
-                duration_ms=(time.perf_counter() - started) * 1000.0,
                 timed_out=timed_out,
                 cancelled=cancelled,
                 notices=protocol.notices,
@@ -246,6 +299,8 @@ class LocalBackend(ExecutionBackend):
         argv: list[str],
         workdir: str | None,
         env: Mapping[str, str] | None,
+        *,
+        pass_fds: tuple[int, ...] = (),
     ) -> asyncio.SubprocessTransport:
         """Start the shell in its own session, turning OS errors into readable ones."""
         try:
@@ -258,6 +313,7 @@ class LocalBackend(ExecutionBackend):
                 cwd=workdir,
                 env=dict(env) if env is not None else None,
                 start_new_session=True,
+                pass_fds=pass_fds,
             )
         except OSError as exc:
             raise self._spawn_error(exc, workdir) from exc
@@ -390,3 +446,18 @@ def _existing_mode(path: str) -> int | None:
     if not os.access(path, os.W_OK):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
     return stat.S_IMODE(info.st_mode)
+
+
+def _read_ready(fd: int) -> bytes:
+    """What ``fd`` holds now, without waiting (a sandboxed program may still hold it open)."""
+    os.set_blocking(fd, False)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tui.exec.backend import BackendError, ExecutionBackend
+from tui.exec.tmux_pane import tmux_pane
 from tui.security.paths import PathGuard
 
 MAX_FILES = 20_000
@@ -48,8 +49,8 @@ def listing_command() -> str:
 
 def _runner(backend: ExecutionBackend) -> ExecutionBackend:
     """The backend that runs a command without typing it into the watched pane."""
-    host = getattr(backend, "host", None)
-    return host if isinstance(host, ExecutionBackend) else backend
+    pane = tmux_pane(backend)
+    return pane.host if pane is not None else backend
 
 
 async def list_files(

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from tui.security.access import ToolAccess as ToolAccess  # a tool author's one import
 from tui.security.permissions import PermissionMode
+from tui.tools.ready_schemas import lookup
 from tui.tools.truncation import TruncationRule
 
 if TYPE_CHECKING:
@@ -18,9 +19,13 @@ if TYPE_CHECKING:
 
 
 class ToolParams(BaseModel):
-    """Base of every tool's parameters: unknown arguments are an error, not silently dropped."""
+    """Base of every tool's parameters: unknown arguments are an error, not silently dropped.
 
-    model_config = ConfigDict(extra="forbid")
+    ``defer_build``: a model's validator is built at its tool's first call, not at import;
+    start-up would otherwise build some forty of them, and the schemas the model is sent are
+    generated ahead (``ready_schemas.py``)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 P = TypeVar("P", bound=ToolParams)
@@ -100,7 +105,7 @@ class Tool(ABC, Generic[P]):
         """
 
     def parameters_schema(self) -> dict[str, Any]:
-        return clean_schema(self.Params.model_json_schema())
+        return params_schema(self.Params)
 
     def openai_definition(self) -> dict[str, Any]:
         return {
@@ -118,6 +123,17 @@ class Tool(ABC, Generic[P]):
             "description": self.description,
             "input_schema": self.parameters_schema(),
         }
+
+
+def params_schema(params: type[ToolParams]) -> dict[str, Any]:
+    """The JSON schema the model sees for ``params``: generated ahead for the built-in tools
+    (``ready_schemas.py`` says why), from the model itself for any other."""
+    ready = lookup(params)
+    return ready if ready is not None else generated_schema(params)
+
+
+def generated_schema(params: type[ToolParams]) -> dict[str, Any]:
+    return clean_schema(params.model_json_schema())
 
 
 def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:

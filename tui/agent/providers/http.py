@@ -69,6 +69,7 @@ class HttpProvider(Provider):
             ),
             client=client,
             timeout=timeout,
+            base_url=self.base_url,
         )
 
     def _accept(self) -> dict[str, str]:

@@ -34,6 +34,8 @@ import httpx2 as httpx
 
 from tui.agent.providers.base import ProviderError, ProviderEvent, Retrying, StreamInterrupted
 from tui.agent.providers.context_errors import classify as classify_context_error
+from tui.tools.tls import needs_tls, plain_context, prepare_plain, tls_context
+from tui.tools.tls import prepare as prepare_tls
 
 __all__ = [
     "DEFAULT_DEADLINE",
@@ -230,7 +232,7 @@ async def stream_with_retries(
     parse: ResponseParser,
     api: ApiInfo,
     policy: RetryPolicy,
-) -> AsyncIterator[ProviderEvent]:
+) -> AsyncGenerator[ProviderEvent, None]:
     """POST ``body`` and yield ``parse``'s events, retrying every failure before the answer
     is whole (see the module docstring).
 
@@ -372,21 +374,44 @@ class Transport:
         policy: RetryPolicy,
         client: httpx.AsyncClient | None = None,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        base_url: str = "",
     ) -> None:
         self.api = api
         self.policy = policy
         self._owns_client = client is None
-        self.client = client if client is not None else httpx.AsyncClient(timeout=timeout)
+        self._client = client
+        self._timeout = timeout
+        self._tls = needs_tls(base_url)
+        """False for a plain-http server with no https proxy: no CA bundle is loaded."""
+        if client is None and self._tls:  # in a thread, while the session is built
+            prepare_tls()
+        elif client is None:
+            prepare_plain()
 
-    def stream(
+    async def client(self) -> httpx.AsyncClient:
+        """The client, made at the first request (on the shared TLS context, or on one
+        without CAs for plain http)."""
+        if self._client is None:
+            try:
+                verify = await (tls_context() if self._tls else plain_context())
+            except OSError as error:  # ssl.SSLError too: SSL_CERT_FILE names no bundle, say
+                raise ProviderError(
+                    f"TLS to the {self.api.name} cannot be set up: the CA bundle could not "
+                    f"be loaded ({error}; SSL_CERT_FILE and SSL_CERT_DIR name another)"
+                ) from None
+            if self._client is None:
+                self._client = httpx.AsyncClient(timeout=self._timeout, verify=verify)
+        return self._client
+
+    async def stream(
         self,
         url: str,
         body: dict[str, Any],
         headers: dict[str, str],
         parse: ResponseParser,
     ) -> AsyncIterator[ProviderEvent]:
-        return stream_with_retries(
-            self.client,
+        events = stream_with_retries(
+            await self.client(),
             url=url,
             body=body,
             headers=headers,
@@ -394,10 +419,13 @@ class Transport:
             api=self.api,
             policy=self.policy,
         )
+        async with aclosing(events):  # closing this stream closes the response at once
+            async for event in events:
+                yield event
 
     async def aclose(self) -> None:
-        if self._owns_client:
-            await self.client.aclose()
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
 
     def __repr__(self) -> str:
         return f"Transport(api={self.api!r}, policy={self.policy!r})"

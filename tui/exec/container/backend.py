@@ -27,6 +27,7 @@ from tui.exec.backend import (
     CommandBackend,
     ExecResult,
     InteractiveProcess,
+    cancelled_early,
     raise_for_file_status,
     read_guard,
 )
@@ -129,8 +130,8 @@ class ContainerBackend(CommandBackend):
         cancel: asyncio.Event | None = None,
         confinement: Confinement | None = None,
     ) -> ExecResult:
-        if cancel is not None and cancel.is_set():
-            return ExecResult(exit_code=None, cancelled=True)
+        if (early := cancelled_early(cancel)) is not None:
+            return early
         workdir = cwd if cwd is not None else self._default_cwd
         command = await confined_command(self.sandbox, command, confinement, workdir)
         result, _ = await self._runner.execute(

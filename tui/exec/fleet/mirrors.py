@@ -11,6 +11,7 @@ from tui.events import Event
 from tui.exec.backend import ExecutionBackend
 from tui.exec.fleet.fleet import Fleet
 from tui.exec.tmux.mirror import PaneMirror
+from tui.exec.tmux_pane import tmux_pane
 
 HOST_FRAME_RATE = 10.0
 """Frames a second of a host's cell in the grid: many small cells, none followed closely."""
@@ -38,13 +39,10 @@ class HostMirrors:
         task.add_done_callback(self._background.discard)
 
     async def _mirror(self, name: str, backend: ExecutionBackend) -> None:
-        from tui.exec.tmux.backend import TmuxBackend
-
-        if name == self.fleet.default_host or name in self.pumps:
+        pane = tmux_pane(backend)
+        if name == self.fleet.default_host or name in self.pumps or pane is None:
             return
-        if not isinstance(backend, TmuxBackend):
-            return
-        pump = PaneMirror(backend, self.publish, max_rate=HOST_FRAME_RATE)
+        pump = PaneMirror(pane, self.publish, max_rate=HOST_FRAME_RATE)
         self.pumps[name] = pump
         await pump.start()
 

@@ -105,6 +105,7 @@ def bwrap_argv(
     setenv: Mapping[str, str] | None = None,
     empty_file: str = "/dev/null",
     no_userns: bool = False,
+    status_fd: int | None = None,
 ) -> list[str]:
     """The argv that runs ``command`` inside ``confinement``'s walls.
 
@@ -125,12 +126,17 @@ def bwrap_argv(
             ``~/.npmrc`` reads as no settings, where ``/dev/null`` on a ``nodev`` mount would
             make the program fail).
         no_userns: Forbid user namespaces inside (``NO_USERNS``, where bwrap can).
+        status_fd: bwrap's ``--json-status-fd``: an ``exit-code`` line there means the walls
+            were built and the command ran (``setup_failed``).
     """
     if confinement.outside:
         raise ValueError("an outside command is not wrapped")
     # /proc/sys read-only: uid 0 without any capability may still write sysctls it owns, and
     # kernel.core_pattern names a program the kernel runs as root, outside every namespace.
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    argv = [bwrap]
+    if status_fd is not None:
+        argv += ["--json-status-fd", str(status_fd)]
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     argv += ["--ro-bind", "/proc/sys", "/proc/sys"]
     for private in places.private:
         argv += ["--tmpfs", private]
@@ -191,3 +197,13 @@ def proxy_environment() -> dict[str, str]:
 
 def _under_private(path: str) -> bool:
     return any(path == root or path.startswith(root + "/") for root in ALWAYS_PRIVATE)
+
+
+def setup_failed(status: bytes, exit_code: int | None) -> bool:
+    """Whether bwrap gave up building the walls, so the command never started.
+
+    bwrap writes ``exit-code`` to its status fd only once the walls stood and the command
+    ran; a place that vanished between ``find_places`` and the mount (a history file being
+    rewritten) ends it with 1 and no such line. A command's own output cannot fake this.
+    """
+    return exit_code == 1 and b'"exit-code"' not in status

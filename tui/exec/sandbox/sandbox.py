@@ -142,6 +142,7 @@ class Sandbox:
         *,
         cwd: str | None = None,
         terminal: bool = False,
+        status_fd: int | None = None,
     ) -> list[str]:
         """``command`` as it must be spawned: inside ``confinement`` (None: ``base()``).
 
@@ -180,6 +181,7 @@ class Sandbox:
             terminal=terminal,
             empty_file=self._empty,
             no_userns=self._no_userns,
+            status_fd=status_fd,
         )
 
     async def places(self) -> Places:

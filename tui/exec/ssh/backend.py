@@ -28,6 +28,7 @@ from tui.exec.backend import (
     CommandBackend,
     ExecResult,
     InteractiveProcess,
+    cancelled_early,
 )
 from tui.exec.sandbox.remote import confined_command
 from tui.exec.sandbox.sandbox import Sandbox
@@ -137,8 +138,8 @@ class SSHBackend(CommandBackend):
         cancel: asyncio.Event | None = None,
         confinement: Confinement | None = None,
     ) -> ExecResult:
-        if cancel is not None and cancel.is_set():
-            return ExecResult(exit_code=None, cancelled=True)
+        if (early := cancelled_early(cancel)) is not None:
+            return early
         workdir = cwd if cwd is not None else self._default_cwd
         command = await confined_command(self.sandbox, command, confinement, workdir)
         return await self._runner.execute(command, cwd, env, timeout, on_chunk, cancel, None)

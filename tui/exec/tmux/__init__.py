@@ -1,13 +1,14 @@
 """tmux execution: commands typed into panes a person can watch and take over.
 
-``control`` speaks tmux control mode over any backend's ``spawn``; ``markers`` knows how a
-shell tells us a command ended; ``sessions`` names and tags what we create; ``backend`` is
-the ``ExecutionBackend``, a coordinator over ``clients`` (control clients by session),
-``panes`` and ``pane_setup`` (panes that speak the markers), ``shared`` (the shared session and
-pane), ``jobs`` (a command's life), ``pane_io`` (capture and keys), ``managed`` (the tools'
-sessions and panes) and ``feed`` (pane output to panes and listeners); ``mirror`` streams one
-pane's screen to the UI.
+From the bottom up: ``control`` speaks tmux control mode over any backend's ``spawn`` (and
+builds the lines that type into a pane); ``markers`` is how a shell tells us a command started
+and ended; ``guard`` refuses what would break the shared shell; ``sessions`` names and tags
+what we create; ``panes`` follows each pane's shell and the command it runs; ``server`` is the
+server on its host and its control clients; ``shells`` starts and sets up a pane's shell;
+``instances`` picks an instance's server and session and sweeps what dead ones left. The
+backend is one class in four parts (``shared``, ``jobs``, ``pane_io``, ``managed``) joined in
+``backend``; ``mirror`` streams one pane's screen to the UI through ``tui.exec.tmux_pane``.
 
-Nothing is imported here: the tmux tools' small helpers (``guard``, ``selectors``) are loaded
-by every run, the backend only by runs that use tmux.
+Nothing is imported here: the guard is loaded by every run, the backend only by runs that use
+tmux.
 """

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import shlex
 
-from tui.exec.backend import BackendError
+from tui.exec.tmux_pane import ShellGuardError
 
 _TMUX_GLOBAL_WITH_ARG = {"-L", "-S", "-f", "-c", "-T"}
 _TMUX_FORBIDDEN = {"new-session", "kill-server", "kill-session", "kill-window", "kill-pane"}
@@ -31,12 +31,6 @@ _TMUX_ALIASES = {
 MANAGED_PANE_TOOLS = (
     "tmux_create_pane (a split or a window), tmux_create_session, tmux_kill_pane, tmux_kill_session"
 )
-
-
-class ShellGuardError(BackendError):
-    """The command would kill or hijack the shared shell; the message says what to do."""
-
-    title = "Refused in the shared shell"
 
 
 def _words(text: str) -> list[str]:

@@ -11,12 +11,13 @@ another's. Only a session the person fixes by name (``[tmux] session``), which t
 share, lives on the base socket, and starting it is serialised by a lock file there.
 
 At every start the servers on our sockets are looked at. A session whose agent-tui process is
-gone (``owner``) and that was not kept is a leftover: whatever still runs in its panes'
+gone (``Owner``) and that was not kept is a leftover: whatever still runs in its panes'
 sessions is stopped, detached jobs included, then the session is killed, and the person is
-told what was swept. A kept session of the same
-workspace that nobody holds is taken back. The same look works over SSH and in a container,
-through the host backend, which is how a remote leftover of a dropped connection is swept on
-the next connection.
+told what was swept. A kept session of the same workspace that nobody holds is taken back
+(``choose_session``), its shell, directory and history as they were left; at quit an
+instance's sessions end unless its own is kept (``ending_sessions``). The same look works over
+SSH and in a container, through the host backend, which is how a remote leftover of a dropped
+connection is swept on the next connection.
 """
 
 from __future__ import annotations
@@ -25,14 +26,23 @@ import os
 import shlex
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tui.exec.backend import ExecutionBackend
 from tui.exec.local import LocalBackend
-from tui.exec.tmux.lifecycle import Choice, Place, ServerSession, list_server
-from tui.exec.tmux.naming import fresh_session_name, instance_id
-from tui.exec.tmux.teardown import kill, remove_if_dead, stop_panes
+from tui.exec.tmux.control import ControlClient
+from tui.exec.tmux.server import (
+    Place,
+    ServerSession,
+    kill,
+    kill_sessions,
+    list_server,
+    remove_if_dead,
+    server_creator,
+    stop_panes,
+)
+from tui.exec.tmux.sessions import Owner, fresh_session_name, instance_id
 from tui.security.confinement import OWN_COMMAND
 
 
@@ -42,6 +52,17 @@ class Server:
 
     socket: str
     sessions: list[ServerSession] = field(default_factory=list)
+    creator: Owner | None = None
+    """The agent-tui that started the server, asked only when a session lacks its marks."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The session an instance will use, and what to tell the person about it."""
+
+    name: str
+    reattached: bool = False
+    notice: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,22 +89,53 @@ async def open_instance(
     *,
     owner: str,
     workspace: str,
+    fixed: str | None = None,
 ) -> Instance:
-    """Sweep leftovers, then this workspace's kept session if one waits, else a new server."""
+    """Sweep leftovers, then take this workspace's kept session if one waits, else a new
+    server of its own. ``fixed`` (a ``[tmux] session`` the person named, to share) lives on
+    the base socket and is used as is."""
     servers = await survey(host, base, env)
     notices = await sweep(host, servers, owner=owner, base=base, env=env)
+    if fixed:
+        return Instance(base, Choice(fixed), notices)
     for server in servers:
-        for info in sorted(server.sessions, key=lambda s: s.created, reverse=True):
-            if info.owner == owner and info.workspace == workspace and info.kept and not info.held:
-                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.created))
-                notice = (
-                    f"re-attached the kept session {info.name} from {when} (its shell, "
-                    "directory and history as they were left); /pane close lets it close "
-                    "when you quit"
-                )
-                return Instance(server.socket, Choice(info.name, True, notice), notices)
+        kept = _kept_choice(server.sessions, owner, workspace)
+        if kept is not None:
+            return Instance(server.socket, kept, notices)
     socket = instance_socket(base, {server.socket for server in servers})
     return Instance(socket, Choice(fresh_session_name(workspace, set())), notices)
+
+
+async def choose_session(
+    place: Place,
+    *,
+    owner: str,
+    workspace: str,
+    fixed: str | None = None,
+) -> Choice:
+    """On one server: our kept, unheld session of ``workspace`` if there is one, else a fresh
+    name. ``fixed`` (a ``[tmux] session`` the person set) is used as is."""
+    if fixed:
+        return Choice(fixed)
+    listed = await list_server(place)
+    kept = _kept_choice(listed, owner, workspace)
+    if kept is not None:
+        return kept
+    return Choice(fresh_session_name(workspace, {info.name for info in listed}))
+
+
+def _kept_choice(sessions: list[ServerSession], owner: str, workspace: str) -> Choice | None:
+    """The newest kept session of ours for ``workspace`` that nobody holds, to take back."""
+    for info in sorted(sessions, key=lambda s: s.created, reverse=True):
+        if info.owner == owner and info.workspace == workspace and info.kept and not info.held:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.created))
+            notice = (
+                f"re-attached the kept session {info.name} from {when} (its shell, "
+                "directory and history as they were left); /pane close lets it close "
+                "when you quit"
+            )
+            return Choice(info.name, reattached=True, notice=notice)
+    return None
 
 
 async def survey(host: ExecutionBackend, base: str, env: Mapping[str, str] | None) -> list[Server]:
@@ -95,7 +147,10 @@ async def survey(host: ExecutionBackend, base: str, env: Mapping[str, str] | Non
         if not sessions and socket_name != base:
             await remove_if_dead(place)  # tmux leaves the file of a server that ended
             continue
-        servers.append(Server(socket_name, sessions))
+        creator = None
+        if socket_name != base and any(not i.owner or i.agent is None for i in sessions):
+            creator = await server_creator(place)
+        servers.append(Server(socket_name, sessions, creator))
     return servers
 
 
@@ -142,10 +197,21 @@ def leftovers(server: Server, *, owner: str, shared: bool) -> list[ServerSession
     """
     ours = [info for info in server.sessions if info.owner == owner]
     if not shared:
-        if len(ours) != len(server.sessions) or any(info.kept for info in ours):
+        if any(info.kept for info in server.sessions):
             return []
-        agents = {info.agent for info in ours if info.agent is not None}
-        return ours if agents and all(agent.alive() is False for agent in agents) else []
+        if len(ours) == len(server.sessions):
+            agents = {info.agent for info in ours if info.agent is not None}
+            if agents and all(agent.alive() is False for agent in agents):
+                return ours
+        # A start killed before it marked its session: the server names who started it.
+        creator = server.creator
+        if creator is None or creator.alive() is not False:
+            return []
+        unmarked_or_dead = all(
+            info.owner in ("", owner) and (info.agent is None or info.agent.alive() is False)
+            for info in server.sessions
+        )
+        return list(server.sessions) if unmarked_or_dead else []
     return [
         info
         for info in ours
@@ -172,7 +238,7 @@ async def sweep(
         stopped = await stop_panes(place, names)
         await kill(place, names, everything=len(doomed) == len(server.sessions))
         server.sessions = [info for info in server.sessions if info not in doomed]
-        agent = next((info.agent for info in doomed if info.agent is not None), None)
+        agent = next((info.agent for info in doomed if info.agent), None) or server.creator
         who = f" (agent-tui {agent.describe()}, no longer running)" if agent else ""
         ran = f"; stopped what still ran there: {', '.join(stopped)}" if stopped else ""
         notices.append(
@@ -182,9 +248,35 @@ async def sweep(
     return notices
 
 
+async def ending_sessions(place: Place, owner: str, names: Sequence[str]) -> list[str]:
+    """At quit: which of ``names`` (the instance's session first) to end — all of those
+    carrying our owner tag, none when the instance's own session is kept."""
+    if not names:
+        return []
+    listed = {info.name: info for info in await list_server(place)}
+    own = listed.get(names[0])
+    if own is None or own.owner != owner or own.kept:
+        return []
+    return [name for name in names if name in listed and listed[name].owner == owner]
+
+
+async def end_sessions(
+    place: Place, owner: str, names: Sequence[str], *, client: ControlClient | None = None
+) -> list[str]:
+    """Kill what ``ending_sessions`` picks; returns the names killed. (``TmuxBackend.close``
+    stops what runs in their panes first: ``server.stop_panes``.)"""
+    doomed = await ending_sessions(place, owner, names)
+    await kill_sessions(place, doomed, client=client)
+    return doomed
+
+
 __all__ = [
+    "Choice",
     "Instance",
     "Server",
+    "choose_session",
+    "end_sessions",
+    "ending_sessions",
     "instance_socket",
     "leftovers",
     "open_instance",

@@ -1,8 +1,8 @@
-"""A command's life in a pane: checked, typed, waited for, stopped on cancel.
+"""The tmux backend's commands: a command's life in a pane, checked, typed, waited for, stopped.
 
 Before anything is typed the pane must be alive, running its own shell (not a program, not a
 nested shell), out of copy mode, free of another command of ours, at an empty prompt and in
-the directory the command was approved in (``prompt.refusal``/``moved``). Then the command is
+the directory the command was approved in (``panes.refusal``/``moved``). Then the command is
 pasted and Enter pressed, and its ``Job`` waits for the end marker that ``ManagedPane.feed``
 sees in the pane's output. On timeout the command is left running, since a person may want
 it, and the result says how to watch or stop it; on cancel Ctrl-C is pressed (up to three
@@ -14,15 +14,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from tui.exec.backend import BackendError, ChunkSink, ExecResult
-from tui.exec.tmux import orphans
-from tui.exec.tmux.clients import ClientPool
-from tui.exec.tmux.control import ControlClient
-from tui.exec.tmux.keyboard import type_command
+from tui.exec.backend import BackendError, ChunkSink, ExecResult, cancelled_early
+from tui.exec.sandbox.explain import sandbox_notes
+from tui.exec.tmux.control import ControlClient, type_command
+from tui.exec.tmux.guard import check_shared_shell
 from tui.exec.tmux.markers import (
     CommandStream,
     ShellKind,
@@ -30,9 +29,20 @@ from tui.exec.tmux.markers import (
     detect_shell,
     shell_or_wrapper,
 )
-from tui.exec.tmux.pane_setup import SETUP_TIMEOUT
-from tui.exec.tmux.panes import Job, ManagedPane, PaneRegistry, pane_status
-from tui.exec.tmux.prompt import discard_input, moved, refusal
+from tui.exec.tmux.panes import (
+    Job,
+    ManagedPane,
+    discard_input,
+    moved,
+    pane_status,
+    refusal,
+    started_since,
+    stop_started,
+    take_baseline,
+)
+from tui.exec.tmux.shared import SharedShell
+from tui.exec.tmux.shells import SETUP_TIMEOUT
+from tui.security.confinement import Confinement
 
 log = logging.getLogger(__name__)
 
@@ -42,31 +52,116 @@ KEEP_LIMIT = 16 * 1024 * 1024
 """Bytes of a command's output kept for its result (the live output carries all of it)."""
 
 
-class CommandRunner:
-    """Types commands into managed panes and waits for them to end.
+class PaneJobs(SharedShell):
+    """The tmux backend's commands; see the module docstring."""
 
-    Args:
-        clients: The control clients (a pane's session's client types into it).
-        panes: The managed panes (to find the session of a pane to interrupt).
-        default_session: Whose client interrupts a pane no longer managed.
-        mark_used: Called with the pane id a command is typed into.
-    """
-
-    def __init__(
+    async def run(
         self,
-        clients: ClientPool,
-        panes: PaneRegistry,
+        command: str,
         *,
-        default_session: str,
-        mark_used: Callable[[str], None],
-    ) -> None:
-        self.clients = clients
-        self.panes = panes
-        self.default_session = default_session
-        self.mark_used = mark_used
-        self._background: set[asyncio.Future[None]] = set()
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        on_chunk: ChunkSink | None = None,
+        cancel: asyncio.Event | None = None,
+        confinement: Confinement | None = None,
+        target: str | None = None,
+        expect_cwd: str | None = None,
+    ) -> ExecResult:
+        """Type ``command`` into the shared pane (or ``target``) and wait for its prompt.
 
-    async def start(
+        ``env`` only matters when this call starts the tmux server: a pane's shell keeps
+        its environment. ``cwd`` is a ``cd`` typed first, when the pane is elsewhere.
+        On timeout the command keeps running; ``timed_out`` is set and a notice names the
+        pane and how to stop or watch it. ``expect_cwd``: the directory the command was
+        approved in; if the shell is elsewhere now, nothing is typed (BackendError).
+        ``confinement``: the sandbox walls it was approved for; a command approved for walls
+        other than the shared pane's runs in a window of those walls (shown in the mirror).
+        """
+        if (early := cancelled_early(cancel, merged_output=True)) is not None:
+            return early
+        check_shared_shell(command)
+        started = time.perf_counter()
+        notices = self._take_notices()
+        pane = await self._pane_for_command(target, notices, env, confinement)
+        cwd, expect_cwd = self._start_dir(pane.pane_id, target, cwd, expect_cwd)
+        report_notices(notices, on_chunk)
+        moment = time.monotonic()
+        async with pane.lock:
+            job = await self._start_job(pane, command, cwd, on_chunk, expect_cwd)
+            result = await self._finish_job(pane, job, timeout, cancel, started, notices)
+        if pane.confinement is not None and self.sandbox is not None:
+            result.notices += sandbox_notes(
+                pane.confinement,
+                result.stdout,
+                self.sandbox.refusals_since(moment),
+                failed=result.exit_code not in (0, None),
+            )
+        return result
+
+    async def dispatch(
+        self,
+        command: str,
+        *,
+        target: str | None = None,
+        cwd: str | None = None,
+        expect_cwd: str | None = None,
+        confinement: Confinement | None = None,
+    ) -> tuple[str, list[str]]:
+        """Type ``command`` and return at once: ``(pane id, notices)``. It runs on alone."""
+        check_shared_shell(command)
+        notices = self._take_notices()
+        pane = await self._pane_for_command(target, notices, None, confinement)
+        cwd, expect_cwd = self._start_dir(pane.pane_id, target, cwd, expect_cwd)
+        async with pane.lock:
+            await self._start_job(pane, command, cwd, None, expect_cwd)
+        return pane.pane_id, notices
+
+    def _start_dir(
+        self, pane_id: str, target: str | None, cwd: str | None, expect_cwd: str | None
+    ) -> tuple[str | None, str | None]:
+        """In a window of other walls, start where the shared shell stands (the directory the
+        person approved), by a ``cd`` if need be, rather than check that window's own."""
+        if target is not None or pane_id == self.default_pane or cwd is not None:
+            return cwd, expect_cwd
+        return expect_cwd or self.shell_cwd() or self.default_cwd, None
+
+    def running_command(self, pane_id: str) -> str | None:
+        """The command we typed into ``pane_id`` that has not reached its prompt yet."""
+        pane = self._panes.get(pane_id)
+        if pane is None or pane.job is None or pane.job.done.done():
+            return None
+        return pane.job.command
+
+    def prompt_state(self, pane_id: str | None = None) -> str | None:
+        """``prompt``, ``running`` or ``continuation`` (see ``panes.PromptWatch``)."""
+        pane = self._panes.get(pane_id or self.default_pane or "")
+        return pane.prompt.state if pane is not None and pane.prompt is not None else None
+
+    def shell_cwd(self, pane_id: str | None = None) -> str | None:
+        """The directory the shell of ``pane_id`` (default: the shared pane) last reported.
+
+        It is where its next command runs: a person's ``cd`` during a take-over moves it
+        too. None before the pane was set up, or when the shell cannot report it (POSIX sh).
+        """
+        pane = self._panes.get(pane_id or self.default_pane or "")
+        return pane.prompt.cwd if pane is not None and pane.prompt is not None else None
+
+    async def wait_for_prompt(self, pane_id: str, timeout: float) -> int | None:
+        """Wait until the command we typed into ``pane_id`` is back at its prompt.
+
+        Returns its exit code (None when nothing was running). Raises TimeoutError.
+        """
+        pane = self._panes.get(pane_id)
+        if pane is None:
+            return None
+        job = pane.job or pane.last_job
+        if job is None:
+            return None
+        await asyncio.wait_for(asyncio.shield(job.done), timeout)
+        return job.stream.exit_code
+
+    async def _start_job(
         self,
         pane: ManagedPane,
         command: str,
@@ -75,7 +170,7 @@ class CommandRunner:
         expect_cwd: str | None = None,
     ) -> Job:
         """Type ``command`` into ``pane`` (the caller holds its lock); its ``Job``."""
-        client = await self.clients.client(pane.session)
+        client = await self._clients.client(pane.session)
         status = await pane_status(client, pane.pane_id)
         if status is None or status.dead:
             raise BackendError(f"pane {pane.pane_id} is gone")
@@ -118,7 +213,7 @@ class CommandRunner:
             await discard_input(pane.pane_id, pane.prompt, client.command, CANCEL_GRACE)
         if cwd and PurePosixPath(cwd) != PurePosixPath(status.path or "/"):
             await self._change_directory(client, pane, cwd)
-        self.mark_used(pane.pane_id)
+        self._mark_used(pane.pane_id)
         job = Job(
             pane_id=pane.pane_id,
             command=command,
@@ -126,7 +221,7 @@ class CommandRunner:
             done=asyncio.get_running_loop().create_future(),
             on_chunk=on_chunk,
         )
-        job.baseline = await orphans.baseline(pane.shell_pid)
+        job.baseline = await take_baseline(pane.shell_pid)
         pane.job = job
         text = command_text(pane.typing_kind, command)
         try:
@@ -153,7 +248,7 @@ class CommandRunner:
         if job.stream.exit_code != 0:
             raise BackendError(f"cannot cd to {cwd!r} in pane {pane.pane_id}")
 
-    async def finish(
+    async def _finish_job(
         self,
         pane: ManagedPane,
         job: Job,
@@ -211,27 +306,27 @@ class CommandRunner:
     async def _stop(self, pane: ManagedPane, job: Job, notices: list[str]) -> None:
         """Ctrl-C, as a person would press it; then what it spared in the background."""
         base = job.baseline
-        seen = await orphans.started_since(base) if base is not None else []
+        seen = await started_since(base) if base is not None else []
         # A Ctrl-C that lands between two commands of a list can be swallowed by
         # the shell: press it again, as a person would.
         for _ in range(3):
-            await self.interrupt(pane.pane_id)
+            await self._interrupt(pane.pane_id)
             await asyncio.wait({job.done}, timeout=CANCEL_GRACE / 3)
             if job.done.done():
                 break
         if base is not None:  # Ctrl-C spares background jobs: stop them too
-            notices.append(await orphans.stop_started(base, seen))
+            notices.append(await stop_started(base, seen))
             await asyncio.wait({job.done}, timeout=CANCEL_GRACE / 3)
 
-    async def interrupt(self, pane_id: str) -> None:
+    async def _interrupt(self, pane_id: str) -> None:
         """Press Ctrl-C in ``pane_id``."""
-        pane = self.panes.get(pane_id)
-        client = await self.clients.client(pane.session if pane else self.default_session)
+        pane = self._panes.get(pane_id)
+        client = await self._clients.client(pane.session if pane else self.default_session)
         await client.command(f"send-keys -t {pane_id} C-c")
 
     async def _interrupt_quietly(self, pane_id: str) -> None:
         try:
-            await self.interrupt(pane_id)
+            await self._interrupt(pane_id)
         except BackendError:
             pass
 

@@ -7,9 +7,9 @@ into one ``capture-pane -e`` plus cursor and size (one pipelined round trip), pu
 seconds of the last one only keeps the flag set, so a flood costs at most ``max_rate``
 captures a second, and the last frame after the flood is always taken.
 
-The mirror follows the pane the agent acts on (``TmuxBackend.add_use_listener``) and can type
-for the person (``send_keys``/``send_input``): those go straight to tmux, without the
-shared-shell guard or the approval policy, because the person is at the keyboard.
+The mirror follows the pane the agent acts on (``add_use_listener``). It works on any
+``TmuxPane``; what the person types in a take-over goes to the pane through the session, not
+through the mirror.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from tui.events import Event, PaneSnapshot
 from tui.exec.backend import BackendError
-from tui.exec.tmux.backend import TmuxBackend
+from tui.exec.tmux_pane import TmuxPane
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ class PaneMirror:
     """Publishes ``PaneSnapshot``s of one pane, following the agent's last-used pane.
 
     Args:
-        backend: The tmux backend whose panes are mirrored.
+        backend: The backend whose panes are mirrored.
         publish: Where frames go (the session bus's ``publish``).
         max_rate: Frames per second at most.
         follow: Switch to whichever pane the agent uses next.
@@ -41,7 +41,7 @@ class PaneMirror:
 
     def __init__(
         self,
-        backend: TmuxBackend,
+        backend: TmuxPane,
         publish: Publish,
         *,
         max_rate: float = 30.0,
@@ -105,7 +105,7 @@ class PaneMirror:
                 continue
             self._last = time.monotonic()
             try:
-                lines, cursor_x, cursor_y, width, height = await self.backend.snapshot(pane_id)
+                screen = await self.backend.snapshot(pane_id)
             except BackendError as error:
                 log.debug("mirror: no frame of %s: %s", pane_id, error)
                 continue
@@ -119,29 +119,15 @@ class PaneMirror:
                 PaneSnapshot(
                     pane_id=pane_id,
                     actor=self.backend.pane_actor(pane_id),
-                    lines=lines,
-                    cursor_x=cursor_x,
-                    cursor_y=cursor_y,
-                    width=width,
-                    height=height,
+                    lines=screen.lines,
+                    cursor_x=screen.cursor_x,
+                    cursor_y=screen.cursor_y,
+                    width=screen.width,
+                    height=screen.height,
                     sandbox=self.backend.sandbox_label(pane_id),
                     loop_id=self.loop_id,
                 )
             )
-
-    async def send_keys(
-        self, keys: str | Sequence[str], *, literal: bool = False, enter: bool = False
-    ) -> None:
-        """The person's keys to the mirrored pane (``C-c``, or text with ``literal``)."""
-        if self.pane_id is None:
-            raise BackendError("no pane is mirrored yet")
-        await self.backend.send_keys(self.pane_id, keys, literal=literal, enter=enter, guard=False)
-
-    async def send_input(self, data: bytes) -> None:
-        """Raw terminal bytes from the person (escape sequences included) to the pane."""
-        if self.pane_id is None:
-            raise BackendError("no pane is mirrored yet")
-        await self.backend.send_input(self.pane_id, data)
 
     async def close(self) -> None:
         self._closed = True

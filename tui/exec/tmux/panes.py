@@ -1,29 +1,233 @@
-"""The panes the backend has set up, and the command each one is running.
+"""The panes the backend types into: where each one's shell stands, and what it runs.
 
-A pane we type into is ``ManagedPane``: its shell (kind, marker nonce, whether it needs the
-``__atui_go;`` prefix), where its prompt stands (``prompt.PromptWatch``) and the ``Job`` it
-runs. Its ``%output`` is fed to it (``feed``): the prompt watch, set-up watchers and the job's
-stream read it, and the job's waiter wakes when the end marker arrives. ``PaneRegistry``
-holds the managed panes and forgets them when their pane, session or server goes away,
-failing the job that ran there so no waiter hangs.
+A pane we type into is a ``ManagedPane``: its shell (kind, marker nonce, whether it needs the
+``__atui_go;`` prefix), where its prompt stands (``PromptWatch``) and the ``Job`` it runs. Its
+``%output`` is fed to it: the prompt watch, set-up watchers and the job's stream read it, and
+the job's waiter wakes when the end marker arrives. ``PaneRegistry`` holds the managed panes
+and forgets them when their pane, session or server goes away, failing the job that ran there
+so no waiter hangs.
+
+**Where the shell stands.** A pane is shared with a person: during a take-over they may leave
+text unsent at the prompt, start a program, or press Enter in the middle of a ``for`` loop.
+Typing the agent's command then would glue it onto their input and run something nobody
+approved. So every marker the pane emits (``markers``) is watched, not only those of our own
+commands: the last one says whether the shell is at its prompt (an end marker), running a
+command (a start marker), or reading the rest of a half-typed command (a continuation marker).
+End markers also carry the shell's working directory, which the approval and the path policy
+need. Before typing, ``refusal`` names what holds the pane (None when the shell is free). Text
+left on the prompt line is seen as echo after the prompt's own last marker (``in``, at the end
+of PS1) and dropped with Ctrl-C (``discard_input``), which works in any line-editor mode; the
+keys of ``control.clear_input`` also go before every command, for a prompt whose PS1 lost its
+marker.
+
+**What a command left running** (local panes). A pane's shell is a session leader (tmux
+starts it with ``setsid``) and, being interactive, runs with job control: ``sleep 300 &`` gets
+a process group of its own, so Ctrl-C, which reaches only the foreground group, leaves it
+running. Everything the command started stays in the shell's session, though. So before a
+command is typed, the session's processes are noted (``Baseline``); on cancel, after Ctrl-C,
+whatever joined the session since is stopped, and never the shell itself nor a job the person
+started before (a take-over). The same look tells the next agent what an earlier one left
+running in a pane it reuses. A container's or SSH host's ``/proc`` is not ours to read from
+here, so this is for panes on this machine only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Literal
 
+from tui.exec import procs
 from tui.exec.backend import BackendError, ChunkSink
-from tui.exec.tmux import orphans
+from tui.exec.streams import KILL_GRACE
 from tui.exec.tmux.control import ControlClient, TmuxCommandError, quote
-from tui.exec.tmux.markers import CommandStream, ShellKind
-from tui.exec.tmux.prompt import PromptWatch
+from tui.exec.tmux.markers import MAX_MARKER_BYTES, CommandStream, Marker, ShellKind, find_markers
 from tui.security.confinement import Confinement
 
 log = logging.getLogger(__name__)
+
+
+# -- where the shell stands ----------------------------------------------------------------
+
+ShellState = Literal["prompt", "running", "continuation"]
+_DRAWING = re.compile(
+    rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -/]*[0-~]?)|[\x00-\x1f\x7f]"
+)
+"""Escape sequences and control bytes: what a line editor prints around its prompt."""
+
+
+class PromptHeld(BackendError):
+    """The pane's prompt is not free for a command (see the message for why and what to do)."""
+
+
+@dataclass
+class PromptWatch:
+    """Follows one pane's markers as its output arrives (fed from ``%output``)."""
+
+    nonce: str
+    state: ShellState = "prompt"
+    cwd: str | None = None
+    """The shell's directory at its last prompt (None: never reported)."""
+    last_id: int = 0
+    at_input: bool = False
+    """The prompt's last marker (``in``, the end of PS1) was drawn: input starts after it."""
+    typed: bool = False
+    """Something visible was echoed after the prompt: text someone typed (and maybe left)."""
+    _carry: bytes = b""
+    _fresh: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def feed(self, chunk: bytes) -> None:
+        window = self._carry + chunk
+        seen = len(self._carry)
+        self._carry = window[-MAX_MARKER_BYTES:]
+        after = seen
+        if b"__ATUI_" in window:
+            for marker in find_markers(window, self.nonce):
+                if marker.end > seen:  # a marker wholly in the carry was taken last time
+                    self.take(marker)
+                    after = marker.end
+        if self.at_input and not self.typed and _DRAWING.sub(b"", window[after:]):
+            self.typed = True
+
+    def take(self, marker: Marker) -> None:
+        self.at_input = self.typed = False
+        if marker.kind == "ps2":
+            self.state = "continuation"
+        elif marker.kind == "go":
+            self.state = "running"
+        elif marker.kind == "in":
+            self.state = "prompt"
+            self.at_input = True
+            self._fresh.set()
+        else:
+            self.state = "prompt"
+            self.last_id = marker.id
+            if marker.cwd is not None:
+                self.cwd = marker.cwd
+
+    def fresh_prompt(self) -> asyncio.Event:
+        """Set when the next prompt has been drawn in full (its ``in`` marker)."""
+        self._fresh = asyncio.Event()
+        return self._fresh
+
+
+def refusal(pane_id: str, watch: PromptWatch) -> str | None:
+    """Why no command may be typed into ``pane_id`` now, and what to do; None when free."""
+    if watch.state == "continuation":
+        return (
+            f"pane {pane_id} holds a half-typed command (its shell is waiting for the rest "
+            "of a multi-line input a person started); the command was not typed. Finish or "
+            f"drop it with tmux_send_keys target={pane_id} keys=['C-c'] (that discards their "
+            "input: ask the user first), wait, or use another pane (tmux_create_pane)"
+        )
+    if watch.state == "running":
+        return (
+            f"pane {pane_id} is busy: its shell is running a command typed there (not by "
+            "you); the command was not typed. Wait for it (tmux_capture_pane shows it), "
+            f"stop it with tmux_send_keys target={pane_id} keys=['C-c'] if the user agrees, "
+            "or use another pane (tmux_create_pane)"
+        )
+    return None
+
+
+def moved(pane_id: str, watch: PromptWatch, expected: str | None) -> str | None:
+    """Why a command approved to run in ``expected`` must not be typed: the shell moved
+    since (a person's ``cd`` during the approval). None when it is still there."""
+    if expected is None or watch.cwd is None or watch.cwd == expected:
+        return None
+    return (
+        f"the shell in pane {pane_id} moved from {expected!r} to {watch.cwd!r} after the "
+        "command was approved; it was not typed, since it would run somewhere else. Call "
+        "again to have it judged where the shell is now, or pass cwd"
+    )
+
+
+async def discard_input(
+    pane_id: str, watch: PromptWatch, send: Callable[[str], Awaitable[object]], timeout: float
+) -> None:
+    """Drop text someone left at the prompt with Ctrl-C, and wait for the fresh prompt.
+
+    Ctrl-C discards the line whatever the line editor's mode (vi command mode ignores the
+    emacs keys of ``clear_input``); the person sees their line end in ``^C``, as if they had
+    pressed it. Raises ``PromptHeld`` when no fresh prompt comes.
+    """
+    fresh = watch.fresh_prompt()
+    await send(f"send-keys -t {pane_id} C-c")
+    try:
+        await asyncio.wait_for(fresh.wait(), timeout)
+    except TimeoutError:
+        raise PromptHeld(
+            f"text was left at the prompt of pane {pane_id} and Ctrl-C brought no fresh "
+            "prompt; the command was not typed. Look with tmux_capture_pane, or use another "
+            "pane (tmux_create_pane)"
+        ) from None
+
+
+# -- what a command left running (local panes) -------------------------------------------------
+
+NOUN = ("process the command started", "processes the command started")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The pane's shell and who was in its session before a command was typed."""
+
+    shell_pid: int
+    before: frozenset[tuple[int, int]]
+
+
+async def shell_pid(client: ControlClient, pane_id: str) -> int | None:
+    """The pid of the pane's shell (``#{pane_pid}``); None when tmux cannot say."""
+    try:
+        lines = await client.command(f"display-message -p -t {pane_id} '#{{pane_pid}}'")
+    except (TmuxCommandError, ValueError):
+        return None
+    text = lines[0].strip() if lines else ""
+    return int(text) if text.isdigit() else None
+
+
+async def _others_in_session(pid: int) -> list[procs.Proc]:
+    """Everyone in the shell's session but the shell."""
+    return await asyncio.to_thread(procs.in_sessions, [pid], exclude=[pid])
+
+
+async def take_baseline(pid: int | None) -> Baseline | None:
+    if pid is None:
+        return None
+    return Baseline(pid, frozenset(proc.key for proc in await _others_in_session(pid)))
+
+
+async def started_since(base: Baseline) -> list[procs.Proc]:
+    """Processes that joined the shell's session after ``base`` was taken."""
+    return [
+        proc for proc in await _others_in_session(base.shell_pid) if proc.key not in base.before
+    ]
+
+
+async def stop_started(base: Baseline, seen: list[procs.Proc]) -> str:
+    """Stop what the command started (``seen`` at the cancel, plus any found now).
+
+    Returns the notice naming them all: those Ctrl-C already ended count as stopped too.
+    """
+    known = {proc.key for proc in seen}
+    found = [*seen, *(p for p in await started_since(base) if p.key not in known)]
+    left = await procs.stop(found, grace=KILL_GRACE) if found else []
+    return procs.stopped_notice(None, found, left, noun=NOUN)
+
+
+async def left_running(pid: int | None) -> str | None:
+    """``sleep 300 (pid 1234), …`` still running in the shell's session; None when none."""
+    if pid is None:
+        return None
+    found = await _others_in_session(pid)
+    return ", ".join(proc.describe() for proc in found) or None
+
+
+# -- the managed panes ------------------------------------------------------------------------
 
 
 @dataclass
@@ -36,7 +240,7 @@ class Job:
     done: asyncio.Future[None]
     started: float = field(default_factory=time.monotonic)
     on_chunk: ChunkSink | None = None
-    baseline: orphans.Baseline | None = None
+    baseline: Baseline | None = None
     """Who was in the pane shell's session before (local panes): what a cancel spares."""
 
 

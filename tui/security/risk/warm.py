@@ -2,8 +2,9 @@
 
 The rater (its rules, tables and the tree-sitter grammar) takes ~55 ms to load, so it is not
 loaded at start-up, where the first frame and the first request wait; but the first tool call
-should not wait for it either. The loop calls ``warm`` in a thread once its first request is on
-its way: the model takes longer to answer than the rater takes to load.
+should not wait for it either. The loop calls ``warm`` in a thread once its first answer starts
+to arrive (not before: the request itself would wait for the interpreter lock), and the rest of
+the answer takes longer to stream than the rater takes to load.
 """
 
 from __future__ import annotations

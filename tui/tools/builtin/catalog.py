@@ -57,7 +57,9 @@ def builtin_tools(
         *python_repl_tools(),
     ]
     tools.extend(skill_tools(workspace, user_skills_dir(), (claude_skills_dir(),)))
-    if backend is not None and backend.SUPPORTS_TMUX:
+    from tui.exec.tmux_pane import tmux_pane
+
+    if backend is not None and tmux_pane(backend) is not None:
         from tui.tools.builtin.tmux import tmux_tools
 
         tools.extend(tmux_tools())

@@ -35,7 +35,10 @@ if TYPE_CHECKING:
 
 @dataclass
 class PaneFrame:
-    """One ``PaneSnapshot`` event's content, as the mirror draws it."""
+    """One ``PaneSnapshot`` event's content, as the mirror draws it.
+
+    A frame of size 0 (the pane's size not known yet) takes the width of its widest line and
+    the height of its lines."""
 
     pane_id: str
     actor: str

@@ -16,6 +16,7 @@ from typing import Any
 
 from tui.errors import ExecutionFailed
 from tui.exec.backend import BackendError, ExecutionBackend, InteractiveProcess
+from tui.exec.tmux_pane import tmux_pane
 from tui.tools.context import ToolContext
 
 DRIVER_PATH = Path(__file__).with_name("driver.py")
@@ -191,9 +192,9 @@ def spawn_host(backend: ExecutionBackend) -> ExecutionBackend:
     """The backend that can start the interpreter: this one, or the host a tmux backend rides."""
     if backend.SUPPORTS_SPAWN:
         return backend
-    host = getattr(backend, "host", None)
-    if isinstance(host, ExecutionBackend) and host.SUPPORTS_SPAWN:
-        return host
+    pane = tmux_pane(backend)
+    if pane is not None and pane.host.SUPPORTS_SPAWN:
+        return pane.host
     raise ExecutionFailed(
         f"{backend.actor} cannot start a persistent interpreter; run Python with run_shell "
         "instead (python3 -c '…', or a script file)"

@@ -14,15 +14,13 @@ from pydantic import Field, field_validator
 
 from tui.errors import Cancelled, ExecutionFailed, NotFound, PermissionDenied
 from tui.exec.backend import BackendError, ExecResult
-from tui.exec.tmux.guard import ShellGuardError
-from tui.exec.tmux.selectors import select_target
-from tui.exec.tmux.sessions import NotOurs
+from tui.exec.tmux_pane import NotOurs, ShellGuardError, TmuxPane, tmux_pane
 from tui.security.permissions import PermissionMode
 from tui.spill import DEFAULT_DISK_CAP, SPILL
 from tui.tools.base import Tool, ToolAccess, ToolParams
 from tui.tools.builtin.durations import FORMS, parse_duration
 from tui.tools.builtin.shell.full_output import StreamSpool, spooled_view
-from tui.tools.builtin.tmux_common import Why
+from tui.tools.builtin.tmux.common import Why, select_target
 from tui.tools.context import ToolContext
 from tui.tools.duration_words import format_duration
 from tui.tools.result import ToolResult
@@ -214,16 +212,16 @@ tmux_capture_pane"}; {"command": "make test", "wait": "5m", "cwd": "services/api
             return await run_fanout(
                 params.command, ctx, self.fleet, timeout=timeout, cwd=params.cwd
             )
-        tmux = bool(getattr(ctx.backend, "SUPPORTS_TMUX", False))
+        pane = tmux_pane(ctx.backend)
         selectors = [n for n in ("target", "session", "pane") if getattr(params, n) is not None]
-        if not tmux and (params.wait is False or selectors):
+        if pane is None and (params.wait is False or selectors):
             what = "wait=false" if params.wait is False else selectors[0]
             raise ExecutionFailed(
                 f"{what} needs a tmux backend (this one is {ctx.backend.actor}); run the command "
                 "with a timeout instead, or in the background with output to a file"
             )
-        if tmux:
-            return await self._execute_in_pane(params, ctx)
+        if pane is not None:
+            return await self._execute_in_pane(pane, params, ctx)
         cwd = str(ctx.resolve_path(params.cwd)) if params.cwd else str(ctx.workspace)
         waited = _wait_seconds(params.wait)
         timeout = waited or params.timeout or DEFAULT_TIMEOUT
@@ -249,9 +247,10 @@ tmux_capture_pane"}; {"command": "make test", "wait": "5m", "cwd": "services/api
             )
         return format_result(result, ctx.tool_call_id, timeout, spools=spools, waited=waited_out)
 
-    async def _execute_in_pane(self, params: RunShellParams, ctx: ToolContext) -> ToolResult:
+    async def _execute_in_pane(
+        self, backend: TmuxPane, params: RunShellParams, ctx: ToolContext
+    ) -> ToolResult:
         """The tmux path: the pane keeps its own cwd unless one is asked for explicitly."""
-        backend: Any = ctx.backend
         cwd = str(ctx.resolve_path(params.cwd)) if params.cwd else None
         spools = self.spools(ctx)
         # Where the person approved it: a shell moved since (a take-over's cd) is refused.

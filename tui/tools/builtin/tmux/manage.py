@@ -8,16 +8,15 @@ and panes is capped by ``[tmux] max_sessions`` / ``max_panes``.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
 from tui.exec.backend import BackendError
-from tui.exec.tmux.selectors import select_target
-from tui.exec.tmux.sessions import canonical_pane_name
+from tui.exec.tmux_pane import canonical_pane_name
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess
-from tui.tools.builtin.tmux_common import ActionMeta, failure, tmux_backend
+from tui.tools.builtin.tmux.common import ActionMeta, failure, pane_backend, select_target
 from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
 
@@ -81,7 +80,7 @@ shell beside the work"}}"""
         return _access(params, params.name, params.cwd)
 
     async def execute(self, params: CreateSessionParams, ctx: ToolContext) -> ToolResult:
-        backend = tmux_backend(ctx)
+        backend = pane_backend(ctx)
         cwd = str(ctx.resolve_path(params.cwd)) if params.cwd else str(ctx.workspace)
         try:
             session, pane_id = await backend.create_session(
@@ -121,7 +120,7 @@ false, "why": "done with the database shell"}"""
         return _access(params, params.name)
 
     async def execute(self, params: KillSessionParams, ctx: ToolContext) -> ToolResult:
-        backend = tmux_backend(ctx)
+        backend = pane_backend(ctx)
         try:
             session = await backend.kill_session(params.name)
         except BackendError as error:
@@ -171,7 +170,7 @@ the dev server beside the shell"}}; {{"direction": "right", "cwd": "frontend", "
         return _access(params, params.target or params.session, params.cwd)
 
     async def execute(self, params: CreatePaneParams, ctx: ToolContext) -> ToolResult:
-        backend = tmux_backend(ctx)
+        backend = pane_backend(ctx)
         cwd = str(ctx.resolve_path(params.cwd)) if params.cwd else str(ctx.workspace)
         try:
             pane_id = await backend.create_pane(
@@ -221,7 +220,7 @@ false, "why": "done with that pane"}"""
         return _access(params, params.target or params.pane)
 
     async def execute(self, params: KillPaneParams, ctx: ToolContext) -> ToolResult:
-        backend = tmux_backend(ctx)
+        backend = pane_backend(ctx)
         try:
             target = await select_target(
                 backend, target=params.target, session=params.session, pane=params.pane
@@ -232,12 +231,3 @@ false, "why": "done with that pane"}"""
         except BackendError as error:
             raise failure(error) from None
         return ToolResult(f"killed pane {pane_id}", {"pane_id": pane_id})
-
-
-def management_tools() -> list[Tool[Any]]:
-    return [
-        TmuxCreateSessionTool(),
-        TmuxKillSessionTool(),
-        TmuxCreatePaneTool(),
-        TmuxKillPaneTool(),
-    ]

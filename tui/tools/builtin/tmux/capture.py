@@ -1,10 +1,9 @@
-"""The tmux tools: look at panes, type into them, and manage the agent's own sessions and panes.
+"""``tmux_capture_pane``: the text of one of the agent's panes, or of the person's own.
 
-Only registered when the backend ``SUPPORTS_TMUX`` (see ``builtin_tools``). Each tool talks
-to ``ctx.backend`` (a ``TmuxBackend``), so targets are always panes of agent-tui's own tagged
-sessions; a person's or another program's sessions on the same socket are invisible here.
-A capture with a wrong explicit target falls back to the shared pane with a note (looking is
-harmless), while keys to a wrong target are an error: they are never sent somewhere else.
+Targets are always panes of agent-tui's own tagged sessions; a person's or another program's
+sessions on the same socket are invisible here. A capture with a wrong explicit target, or a
+selector that names a lost pane, falls back to the shared pane with a note: looking is
+harmless.
 """
 
 from __future__ import annotations
@@ -12,35 +11,28 @@ from __future__ import annotations
 import asyncio
 from typing import Any, ClassVar
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from tui.errors import PermissionDenied
 from tui.exec.backend import BackendError
-from tui.exec.tmux.guard import check_shared_shell
-from tui.exec.tmux.markers import shell_or_wrapper
-from tui.exec.tmux.selectors import select_target
-from tui.exec.tmux.usertmux import capture_user_pane
+from tui.exec.tmux.sessions import capture_user_pane
+from tui.exec.tmux_pane import CaptureOptions, TmuxPane
 from tui.security.permissions import PermissionMode
 from tui.tools.base import Tool, ToolAccess
-from tui.tools.builtin.tmux_common import (
-    ActionMeta,
+from tui.tools.builtin.tmux.common import (
     Selectors,
     delay_field,
     failure,
     notes,
+    pane_backend,
     parse_delay,
-    tmux_backend,
+    select_target,
 )
-from tui.tools.builtin.tmux_manage import management_tools
 from tui.tools.context import ToolContext
 from tui.tools.result import ToolResult
 from tui.tools.truncation import TruncationRule, truncate
 
 CAPTURE_RULE = TruncationRule.tail(8000)
-SCREEN_AFTER_KEYS = 2000
-"""Characters of the screen shown after sending keys (the tail: where the cursor is)."""
-SUBMIT_KEYS = frozenset({"Enter", "C-m", "C-j", "KPEnter"})
-"""Keys that make a shell run what is typed: text before them is judged as a command."""
 
 
 # -- tmux_capture_pane ------------------------------------------------------------------------
@@ -151,17 +143,17 @@ true}"""
         return params.model_dump_json(exclude={"why", "delay"})
 
     async def execute(self, params: CapturePaneParams, ctx: ToolContext) -> ToolResult:
-        backend = tmux_backend(ctx)
+        backend = pane_backend(ctx)
         if params.delay:
             await asyncio.sleep(params.delay)
-        options: dict[str, Any] = {
-            "start": params.start,
-            "end": params.end,
-            "join_wrapped": params.join_wrapped_lines,
-            "escape_sequences": params.include_escape_sequences,
-            "preserve_trailing_spaces": params.preserve_trailing_spaces,
-            "escape_non_printable": params.escape_non_printable,
-        }
+        options = CaptureOptions(
+            start=params.start,
+            end=params.end,
+            join_wrapped=params.join_wrapped_lines,
+            escape_sequences=params.include_escape_sequences,
+            preserve_trailing_spaces=params.preserve_trailing_spaces,
+            escape_non_printable=params.escape_non_printable,
+        )
         if params.user_pane:
             return await self._user_pane(backend, options, ctx)
         target, fallback = await _managed_target(backend, params)
@@ -183,9 +175,9 @@ true}"""
         return ToolResult("\n".join(parts), details)
 
     async def _user_pane(
-        self, backend: Any, options: dict[str, Any], ctx: ToolContext
+        self, backend: TmuxPane, options: CaptureOptions, ctx: ToolContext
     ) -> ToolResult:
-        if not getattr(backend, "allow_user_pane_capture", False):
+        if not backend.allow_user_pane_capture:
             raise PermissionDenied(
                 "the user's own tmux pane is theirs: capturing it needs "
                 "[tmux] allow_user_pane_capture = true in their config"
@@ -202,7 +194,9 @@ true}"""
         )
 
 
-async def _managed_target(backend: Any, params: CapturePaneParams) -> tuple[str | None, list[str]]:
+async def _managed_target(
+    backend: TmuxPane, params: CapturePaneParams
+) -> tuple[str | None, list[str]]:
     """The pane a ``session``/``pane`` selector names, or — as Buddy does for a capture, which
     only looks — the shared pane and a notice when it names none of the agent's panes (killed,
     closed, mistyped). A raw ``target`` is resolved (and falls back) inside ``capture``."""
@@ -222,128 +216,3 @@ async def _managed_target(backend: Any, params: CapturePaneParams) -> tuple[str 
             f"Requested managed tmux target ({asked}) was not found (it was likely killed or "
             "closed). Using the default shared pane instead."
         ]
-
-
-# -- tmux_send_keys ---------------------------------------------------------------------------
-
-
-class SendKeysParams(Selectors, ActionMeta):
-    keys: list[str] = Field(
-        default_factory=list,
-        description="tmux key names pressed after the text, in order: C-c, C-d, Enter, Escape, "
-        "Tab, Up, Down, PPage, NPage, M-x, F5, q …",
-    )
-    literal_text: str | None = Field(
-        default=None, description="Text typed as is, first (no key names inside)."
-    )
-    enter: bool = Field(default=False, description="Press Enter last.")
-    delay: float = delay_field(0.0, "How long to wait before sending")
-    screen_after: float = delay_field(0.3, "How long to wait before showing the screen")
-
-    @field_validator("delay", "screen_after", mode="before")
-    @classmethod
-    def _durations(cls, value: object) -> float:
-        return parse_delay(value)
-
-    @model_validator(mode="after")
-    def _something_to_send(self) -> SendKeysParams:
-        if not self.keys and not self.literal_text and not self.enter:
-            raise ValueError("send at least one of keys, literal_text or enter")
-        return self
-
-    def typed(self) -> str:
-        """What the call types: the text, then the characters its keys spell (``q``, Space)."""
-        spelled = "".join(
-            " " if key.lower() == "space" else key
-            for key in self.keys
-            if len(key) == 1 or key.lower() == "space"
-        )
-        return (self.literal_text or "") + spelled
-
-
-class TmuxSendKeysTool(Tool[SendKeysParams]):
-    name = "tmux_send_keys"
-    label = "Send keys"
-    Params = SendKeysParams
-    permission = PermissionMode.READ_ONLY
-    """The floor: typed text is judged as a command, like run_shell."""
-    truncation = TruncationRule.tail(8000)
-    aliases: ClassVar[dict[str, str]] = {"pane_id": "target", "text": "literal_text"}
-    description = """Type text or press keys in a tmux pane, then show its screen.
-
-When to use: interrupting a running command (keys ["C-c"]); answering a prompt (y/n, a
-password the user gave you); driving an interactive program (a REPL, vim, less, top).
-When NOT to use: running a shell command and reading its output (run_shell does it and
-returns the exit code); just looking at a pane (tmux_capture_pane).
-Disambiguation: order is literal_text, then keys, then Enter (after waiting `delay`). Without
-target/session/pane the keys go to the shared agent pane; a missing pane is an error, keys are
-never sent elsewhere. Typed text is judged (and may need approval) exactly like a run_shell
-command; `exit`, `set -e` and `exec` are refused in agent panes.
-Every call says risk, mutation, privesc and why (required).
-Examples: {"keys": ["C-c"], "risk": "low", "mutation": false, "privesc": false, "why": "Stop
-hung process"}; {"literal_text": "q", "enter": true, "risk": "low", "mutation": false,
-"privesc": false, "why": "Exit pager"}; {"session": "build", "pane": "repl", "literal_text":
-":wq", "keys": ["Enter"], "delay": "500ms", "risk": "low", "mutation": true, "privesc": false,
-"why": "save the file"}"""
-
-    def access(self, params: SendKeysParams) -> ToolAccess:
-        typed = params.typed()
-        permission = PermissionMode.READ_ONLY
-        if params.mutation:
-            permission = PermissionMode.WORKSPACE_WRITE
-        if params.privesc:
-            permission = PermissionMode.DANGER_FULL_ACCESS
-        return ToolAccess(
-            permission=permission,
-            # Rated whether or not this call presses Enter: a later bare Enter would run it.
-            command=typed if typed.strip() else None,
-            subject=params.target or params.pane or params.session,
-            claimed_risk=params.risk,
-            why=params.why,
-            acting=True,
-        )
-
-    async def execute(self, params: SendKeysParams, ctx: ToolContext) -> ToolResult:
-        backend = tmux_backend(ctx)
-        sent: list[str] = []
-        try:
-            pane_id = await select_target(
-                backend, target=params.target, session=params.session, pane=params.pane
-            ) or await backend.resolve_target(backend.default_pane or backend.default_session)
-            typed = params.typed()
-            if typed.strip() and (params.enter or SUBMIT_KEYS & set(params.keys)):
-                await _guard_shell(backend, pane_id, typed)
-            if params.delay:
-                await asyncio.sleep(params.delay)
-            if params.literal_text:
-                await backend.send_keys(
-                    pane_id, params.literal_text, literal=True, confinement=ctx.confinement
-                )
-                sent.append(f"text {params.literal_text!r}")
-            if params.keys:
-                await backend.send_keys(pane_id, params.keys, confinement=ctx.confinement)
-                sent.append("keys " + " ".join(params.keys))
-            if params.enter:
-                await backend.send_keys(pane_id, (), enter=True, confinement=ctx.confinement)
-                sent.append("Enter")
-            if params.screen_after:
-                await asyncio.sleep(params.screen_after)
-            capture = await backend.capture(pane_id)
-        except BackendError as error:
-            raise failure(error) from None
-        screen = capture.text[-SCREEN_AFTER_KEYS:] if capture.text else "(empty)"
-        text = (
-            f"sent to pane {pane_id}: {'; '.join(sent)}\nscreen after {params.screen_after:g} s:\n"
-        )
-        return ToolResult(text + screen, {"pane_id": pane_id, "truncated_chars": 0})
-
-
-async def _guard_shell(backend: Any, pane_id: str, typed: str) -> None:
-    """The shared-shell guard for text a shell will run (``exit``, ``set -e``, ``exec``)."""
-    for info in await backend.list_panes():
-        if info.pane_id == pane_id and shell_or_wrapper(info.command):
-            check_shared_shell(typed)
-
-
-def tmux_tools() -> list[Tool[Any]]:
-    return [TmuxCapturePaneTool(), TmuxSendKeysTool(), *management_tools()]
