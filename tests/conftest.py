@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,10 +23,54 @@ from tui.tools.context import ToolContext
 from tui.tools.registry import ToolRegistry
 from tui.tools.result import ToolResult
 
+# The suite starts agent-tui and Python helpers hundreds of times: without byte-code caches
+# each start compiles the package anew (0.3 s of processor time), so they are written here
+# even where the environment asks Python not to (a checkout ignores ``__pycache__``).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 pytest_plugins = ["tests.container_image"]
 """Podman images and containers, built once per session (only when a test asks for them)."""
 
 _call_ids = itertools.count(1)
+
+WORKERS_PER_CORE = 1
+"""Test processes per processor (``-n auto`` in ``[tool.pytest.ini_options]``). Much of the
+suite waits on real processes (tmux, sshd, podman, bubblewrap, Chromium, a scripted model
+server), but the app's own tests compute: with two processes per core the Textual tests
+starved each other past their deadlines, with one they pass as they do alone.
+``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` overrides it; ``-n 0`` runs everything in this
+process (as ``--pdb`` does)."""
+MAX_WORKERS = 8
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """How many test processes ``-n auto`` starts: one per processor this process may use, but
+    no more than the run names test files, and none for a single file (a worker costs about
+    3 s of processor time to start, more than most files take to run)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own hook reads it
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    files = named_test_files(config)
+    return 0 if files <= 1 else min(MAX_WORKERS, WORKERS_PER_CORE * (cores or 1), files)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The minute-long tests (``slow``) first: with each worker handed its next test when it
+    is free (``--dist load --maxschedchunk 1``), they overlap each other and the many short
+    tests fill in around them, instead of one starting last and holding up the end of the run."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def named_test_files(config: pytest.Config) -> int:
+    """The test files a run's arguments name (a folder counts its ``test_*.py``)."""
+    found: set[Path] = set()
+    for arg in config.args:
+        path = Path(arg.split("::", 1)[0])
+        if not path.is_absolute():
+            path = config.invocation_params.dir / path
+        found.update(path.rglob("test_*.py") if path.is_dir() else [path])
+    return len(found)
 
 
 @pytest.fixture(autouse=True)

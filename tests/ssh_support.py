@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import time
 from pathlib import Path
 
 import asyncssh
-import pytest
 
+from tests.waiting import until
 from tui.exec.ssh.backend import SSHBackend
 
 DEADLINE = 10.0
@@ -36,12 +35,11 @@ async def remote_alive(backend: SSHBackend, pid: int) -> bool:
 
 async def assert_remote_dead(backend: SSHBackend, pids: list[int]) -> None:
     """Fail unless every pid is dead within ``DEADLINE`` seconds (checked over SSH)."""
-    deadline = time.monotonic() + DEADLINE
-    for pid in pids:
-        while await remote_alive(backend, pid):
-            if time.monotonic() > deadline:
-                pytest.fail(f"remote process {pid} survived")
-            await asyncio.sleep(0.02)
+
+    async def all_dead() -> bool:
+        return not [pid for pid in pids if await remote_alive(backend, pid)]
+
+    await until(all_dead, f"remote processes {pids} to die", DEADLINE)
 
 
 def read_pids(path: Path) -> list[int]:

@@ -17,6 +17,7 @@ as :class:`SshdUnavailable` with a reason a test can ``skip`` on.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pwd
 import shutil
@@ -66,8 +67,16 @@ def ensure_user(name: str) -> pwd.struct_passwd:
     for tool in ("useradd", "usermod"):
         if shutil.which(tool) is None:
             raise SshdUnavailable(f"{tool} is not installed, cannot create user {name!r}")
-    _check(["useradd", "--create-home", "--shell", "/bin/bash", name], f"useradd {name}")
-    _check(["usermod", "-p", "*", name], f"usermod -p '*' {name}")
+    # Test processes running side by side may all find the user missing: one creates it, the
+    # others wait (useradd refuses outright while another holds /etc/passwd's lock).
+    with open(Path(tempfile.gettempdir(), f"agent-tui-test-user-{name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            pass
+        _check(["useradd", "--create-home", "--shell", "/bin/bash", name], f"useradd {name}")
+        _check(["usermod", "-p", "*", name], f"usermod -p '*' {name}")
     return pwd.getpwnam(name)
 
 

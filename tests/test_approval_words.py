@@ -187,3 +187,22 @@ async def test_a_command_reading_a_secret_says_so_in_full_auto(
     arguments = {"command": "cat ~/.ssh/id_rsa"}
     reason = await reason_for(workspace, "run_shell", arguments, ApprovalMode.FULL_AUTO)
     assert reason.startswith("full-auto: secret reads always ask (~/.ssh")
+
+
+async def test_a_fit_queued_while_the_header_is_rebuilt_does_not_stop_the_app(
+    workspace: Path,
+) -> None:
+    """The body's fit runs after a refresh: by then the header may be gone (being swapped
+    for the next request's, or the modal answered). It waits for the next fit."""
+    with ScriptedServer() as server:
+        server.add(shell_step("touch made"), {"text": "Done."})
+        app = app_for(session_with(workspace, server, "ask"))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await send(pilot, app, "go")
+            await approval_ready(pilot, app)
+            screen = app.screen
+            assert isinstance(screen, ApprovalScreen)
+            await screen.query_one("#approval-header").remove()
+            screen.fit_body()
+            await pilot.pause()
+            assert app.is_running and app.return_code is None

@@ -13,8 +13,9 @@ import pytest
 from tests.browser_site import Site
 from tests.conftest import Harness, make_harness
 from tests.sandbox_support import SKIP_REASON, bwrap_works
+from tests.test_browser_tool import BROWSER_WAIT, site
 from tests.test_browser_tool import pytestmark as browser_marks
-from tests.test_browser_tool import site, wait_until
+from tests.waiting import until
 from tui.exec.sandbox.sandbox import Sandbox
 from tui.locations import tool_output_dir
 from tui.security.secrets import SECRET_PATHS
@@ -87,7 +88,9 @@ async def test_chromium_runs_in_namespaces_of_its_own_and_still_browses(
     blocked = await harness.call("browser", {"action": "open", "url": "http://127.0.0.2:9/"})
     assert blocked.is_error and "blocked_hosts" in blocked.text
     await tool.aclose()
-    await wait_until(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in chromium))
+    await until(
+        lambda: not any(os.path.exists(f"/proc/{pid}") for pid in chromium), timeout=BROWSER_WAIT
+    )
 
 
 async def test_a_workspace_file_and_a_download_still_work_inside(
@@ -105,5 +108,5 @@ async def test_a_workspace_file_and_a_download_still_work_inside(
         "browser", {"action": "eval", "script": f"location.href = '{site.base}/download'; 1"}
     )
     folder = tool_output_dir() / "downloads"
-    await wait_until(lambda: (folder / "report.bin").exists())
+    await until(lambda: (folder / "report.bin").exists(), timeout=BROWSER_WAIT)
     assert (folder / "report.bin").read_bytes() == b"file body"

@@ -23,6 +23,7 @@ import pytest
 
 from tests.browser_site import Site
 from tests.conftest import Harness, make_harness
+from tests.waiting import until, until_blocking
 from tui.locations import tool_output_dir
 from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.settings import SecuritySettings
@@ -85,12 +86,8 @@ def process_alive(pid: int) -> bool:
         return False
 
 
-async def wait_until(condition: Any, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
+BROWSER_WAIT = 15.0
+"""Seconds to wait for what Chromium does on its own time (a download, a popup, its exit)."""
 
 
 async def test_a_form_is_filled_and_submitted_and_the_login_holds(
@@ -211,7 +208,7 @@ async def test_a_page_whose_script_never_yields_gets_its_browser_killed(
         "browser", {"action": "eval", "script": "while (true) {}", "timeout": 1}
     )
     assert stuck.is_error and "stopped answering" in stuck.text, stuck.text
-    await wait_until(lambda: not process_alive(pid))
+    await until(lambda: not process_alive(pid), timeout=BROWSER_WAIT)
     again = await harness.call("browser", {"action": "open", "url": f"{site.base}/plain"})
     assert not again.is_error, again.text
     assert "a fresh browser was started" in again.text
@@ -226,7 +223,7 @@ async def test_the_browser_killed_mid_action_is_an_error_then_a_fresh_browser(
     call = asyncio.create_task(
         harness.call("browser", {"action": "open", "url": f"{site.base}/hang", "timeout": 30})
     )
-    await wait_until(site.hanging.is_set)
+    await until(site.hanging.is_set, timeout=BROWSER_WAIT)
     os.killpg(pid, signal.SIGKILL)
     result = await asyncio.wait_for(call, 20)
     assert result.is_error
@@ -273,10 +270,11 @@ async def test_file_urls_and_downloads_are_refused_unless_allowed(
             {"action": "eval", "script": f"location.href = '{site.base}/download'; 1"},
         )
         assert not clicked.is_error, clicked.text
-        await wait_until(lambda: site.hits.get("/download") == 1)
+        await until(lambda: site.hits.get("/download") == 1, timeout=BROWSER_WAIT)
         refusing = tool_of(harness)._session  # the download event comes on its own time
-        await wait_until(
-            lambda: refusing is not None and any("download" in n for n in refusing.notes)
+        await until(
+            lambda: refusing is not None and any("download" in n for n in refusing.notes),
+            timeout=BROWSER_WAIT,
         )
         notes = await harness.call("browser", {"action": "tabs"})
         assert "download refused" in notes.text and "allow_downloads" in notes.text
@@ -296,10 +294,11 @@ async def test_file_urls_and_downloads_are_refused_unless_allowed(
             "browser", {"action": "eval", "script": f"location.href = '{site.base}/download'; 1"}
         )
         folder = tool_output_dir() / "downloads"
-        await wait_until(lambda: (folder / "report.bin").exists())
+        await until(lambda: (folder / "report.bin").exists(), timeout=BROWSER_WAIT)
         session = tool._session  # the note is written once the save has returned
-        await wait_until(
-            lambda: session is not None and any("downloaded" in n for n in session.notes)
+        await until(
+            lambda: session is not None and any("downloaded" in n for n in session.notes),
+            timeout=BROWSER_WAIT,
         )
         assert (folder / "report.bin").read_bytes() == b"file body"
         said = (await allowed.call("browser", {"action": "tabs"})).text
@@ -313,7 +312,9 @@ async def test_tabs_opened_by_a_page_are_listed_and_switched_to(
 ) -> None:
     await harness.call("browser", {"action": "open", "url": f"{site.base}/newtab"})
     clicked = await harness.call("browser", {"action": "click", "role": "link"})
-    await wait_until(lambda: tool_of(harness).tab_count == 2)  # the popup opens on its own time
+    await until(
+        lambda: tool_of(harness).tab_count == 2, timeout=BROWSER_WAIT
+    )  # the popup opens on its own time
     tabs = await harness.call("browser", {"action": "tabs"})
     assert "[browser] tab 2 opened" in clicked.text + tabs.text, clicked.text + tabs.text
     assert "2 tab(s); the current one is 1" in tabs.text
@@ -420,10 +421,9 @@ def test_the_browser_ends_when_agent_tui_is_killed(tmp_path: Path) -> None:
         assert process_alive(pid)
         holder.kill()
         holder.wait(10)
-        deadline = time.monotonic() + 15
-        while process_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not process_alive(pid), "Chromium outlived the process that started it"
+        until_blocking(
+            lambda: not process_alive(pid), "Chromium to end with the process that started it", 15
+        )
     finally:
         holder.kill()
 

@@ -132,6 +132,8 @@ def user_config_dir(cli: Cli) -> Path:
     return folder
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(360)  # dozens of real starts of the command
 def test_the_command_exits_2_with_file_and_line_and_no_traceback(
     cli: Cli,
     model_server: Callable[[list[dict[str, Any]]], ServerProcess],

@@ -16,7 +16,7 @@ import secrets
 import shutil
 import subprocess
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,6 +33,7 @@ from tests.container_image import (
     remove_container,
     start_container,
 )
+from tests.waiting import until
 from tui.exec.backend import BackendError
 from tui.exec.container.backend import ContainerBackend
 from tui.exec.container.engine import detect_engine
@@ -46,15 +47,6 @@ DEADLINE = 20.0
 """Generous bound for anything that should happen 'soon' on a loaded CI machine."""
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    """Poll ``check`` until it holds, failing with ``what`` at the deadline."""
-    deadline = time.monotonic() + DEADLINE
-    while not await check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"still not true after {DEADLINE:g} s: {what}")
-        await asyncio.sleep(0.05)
-
-
 async def processes(container: str, needle: str) -> list[str]:
     return await asyncio.to_thread(live_processes, container, needle)
 
@@ -65,7 +57,7 @@ async def assert_none_left(container: str, needle: str) -> None:
     async def gone() -> bool:
         return not await processes(container, needle)
 
-    await eventually(gone, f"processes matching {needle!r} in {container}")
+    await until(gone, f"processes matching {needle!r} in {container}", DEADLINE, every=0.05)
 
 
 def sleeper() -> str:
@@ -257,7 +249,7 @@ async def test_timeout_kills_the_group_inside(
     async def all_three() -> bool:
         return len(await processes(any_container.name, f"sleep {seconds}")) == 3
 
-    await eventually(all_three, "the three sleeps to run")
+    await until(all_three, "the three sleeps to run", DEADLINE, every=0.05)
     result = await task
     assert result.timed_out and not result.cancelled
     assert result.exit_code is None
@@ -276,7 +268,12 @@ async def test_cancel_kills_the_group_inside(
         backend.run(group_command(seconds), cancel=cancel, on_chunk=sink, timeout=DEADLINE * 3)
     )
     await wait_for(started)
-    await eventually(lambda: _has(any_container.name, f"sleep {seconds}"), "the sleeps to run")
+    await until(
+        lambda: _has(any_container.name, f"sleep {seconds}"),
+        "the sleeps to run",
+        DEADLINE,
+        every=0.05,
+    )
     cancel.set()
     result = await asyncio.wait_for(task, DEADLINE)
     assert result.cancelled and not result.timed_out
@@ -298,7 +295,9 @@ async def test_cancelled_task_kills_the_group_inside(
     started = sink.marker("started")
     task = asyncio.create_task(busybox.run(group_command(seconds), on_chunk=sink))
     await wait_for(started)
-    await eventually(lambda: _has(busybox_container.name, f"sleep {seconds}"), "the sleeps")
+    await until(
+        lambda: _has(busybox_container.name, f"sleep {seconds}"), "the sleeps", DEADLINE, every=0.05
+    )
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -315,7 +314,7 @@ async def test_task_cancelled_right_after_start_still_kills_inside(
     async def client_started() -> bool:
         return any(seconds.encode() in _cmdline(pid) for pid in _host_pids())
 
-    await eventually(client_started, "the podman exec client to start")
+    await until(client_started, "the podman exec client to start", DEADLINE, every=0.05)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -489,7 +488,9 @@ async def test_spawn_close_kills_a_process_that_ignores_eof(
     assert isinstance(process, ContainerProcess)
     spawned.append(process)
     process.close_grace = 0.2
-    await eventually(lambda: _has(busybox_container.name, f"sleep {seconds}"), "the sleep")
+    await until(
+        lambda: _has(busybox_container.name, f"sleep {seconds}"), "the sleep", DEADLINE, every=0.05
+    )
     await process.close()
     assert process.returncode is not None
     await assert_none_left(busybox_container.name, f"sleep {seconds}")

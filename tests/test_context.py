@@ -88,7 +88,7 @@ def windowed(window: int, style: str = "auto") -> Any:
 async def _opened(
     api: Api, server: ScriptedServer, workspace: Path
 ) -> AsyncIterator[tuple[AgentSession, Recorder]]:
-    if api != RESPONSES:
+    if api == "openai" or api == "anthropic":
         async with open_session(api, server, workspace) as opened:
             yield opened
         return

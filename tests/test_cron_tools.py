@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import Harness
 from tests.test_loop import Recorder
+from tests.waiting import until
 from tui.agent.scheduler import JobOutcome, Scheduler, backend_command_runner
 from tui.errors import PermissionDenied
 from tui.events import Notice, ScheduledJobFinished
@@ -78,17 +79,6 @@ class Published(Recorder):
                 if len(self.finished) >= count:
                     return self.finished
                 await self._changed.wait()
-
-
-async def until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Poll state nothing announces (a scheduler's plan, ``/proc``), with a deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if predicate():
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.01)
 
 
 async def answer_without_a_model(prompt: str) -> JobOutcome:

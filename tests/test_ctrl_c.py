@@ -12,6 +12,7 @@ from tests.scripted_server import ScriptedServer
 from tests.test_ui_app import (
     KeyRecordingTmux,
     approval_ready,
+    inner,
     make_session,
     pane_snapshot_class,
     send,
@@ -61,12 +62,20 @@ async def test_ctrl_c_cancels_a_running_turn(workspace: Path) -> None:
         app = AgentApp(make_session(workspace, server, mode="full-auto"), cursor_blink=False)
         async with app.run_test(size=(120, 40)) as pilot:
             await send(pilot, app, "run it")
-            state = lambda: app.tools.state("call_1")  # noqa: E731
-            await until(pilot, lambda: state() and "started" in state().output_text(), "output")
+
+            def output() -> str:
+                state = app.tools.state("call_1")
+                return state.output_text() if state is not None else ""
+
+            def status() -> str | None:
+                state = app.tools.state("call_1")
+                return state.status if state is not None else None
+
+            await until(pilot, lambda: "started" in output(), "output")
             assert app.prompt.has_focus  # the prompt's own ctrl+c (copy) must not swallow it
             await pilot.press("ctrl+c")
-            await until(pilot, lambda: state().status == "cancelled", "the cancelled call")
-            loop = app.session._loop
+            await until(pilot, lambda: status() == "cancelled", "the cancelled call")
+            loop = inner(app)._loop
             await until(pilot, lambda: loop is None or not loop.running, "the turn to end")
             assert len(server.requests) == 1  # the turn stopped: the model was not asked again
             assert app.is_running and QUIT_HINT not in hints(app)
@@ -94,7 +103,7 @@ async def test_two_ctrl_c_at_idle_quit(workspace: Path) -> None:
         await pilot.press("ctrl+c")
         clock.now += 1.0
         await pilot.press("ctrl+c")
-        await until(pilot, lambda: app._exit, "the app to quit")  # type: ignore[attr-defined]
+        await until(pilot, lambda: app._exit, "the app to quit")
     assert app.return_code == 0
 
 
@@ -132,7 +141,10 @@ async def test_ctrl_c_while_holding_the_pane_goes_to_the_pane(workspace: Path) -
         await pilot.press("ctrl+t")
         assert app.panes.holding
         await pilot.press("ctrl+c", "ctrl+c", "ctrl+c")
-        sent = lambda: coalesce([typed for _, typed in backend.sent])  # noqa: E731
+
+        def sent() -> list[Typed]:
+            return coalesce([typed for _, typed in backend.sent])
+
         await until(pilot, lambda: sent() == [Typed("key", "C-c")] * 3, "three C-c in the pane")
         assert app.is_running and QUIT_HINT not in hints(app)
 
@@ -146,7 +158,7 @@ async def test_ctrl_c_at_the_approval_modal_cancels_and_runs_nothing(workspace: 
             await approval_ready(pilot, app)
             await pilot.press("ctrl+c")
             await until(pilot, lambda: app.approvals.open is None, "the modal to close")
-            loop = app.session._loop
+            loop = inner(app)._loop
             await until(pilot, lambda: loop is None or not loop.running, "the turn to end")
             state = app.tools.state("call_1")
             assert state is not None and state.status in ("denied", "cancelled", "error")

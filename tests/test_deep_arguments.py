@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.test_ui_app import app_for, make_session
+from tests.test_ui_app import app_for, inner, make_session
 from tui.agent.compaction import stub_outputs, summarise
 from tui.agent.hooks import Hooks, ToolCallInfo
 from tui.agent.providers.base import Message, ToolCall
@@ -96,7 +96,7 @@ FUZZ = settings(
 def test_headless_printing_survives(raw: str) -> None:
     for fmt in ("text", "stream-json", "agent-tui-json"):
         out, err = io.StringIO(), io.StringIO()
-        printer = HeadlessPrinter(fmt, stdout=out, stderr=err, verbose=True)  # type: ignore[arg-type]
+        printer = HeadlessPrinter(fmt, stdout=out, stderr=err, verbose=True)
         for event in call_events(raw):
             printer(event)
         if fmt == "agent-tui-json":
@@ -167,7 +167,7 @@ async def test_the_app_survives_every_depth(workspace: Path) -> None:
             for shape in ([False] * depth, [True] * depth):
                 raw = deep_text(shape)
                 for event in call_events(raw, f"call_{number}_{shape[:1]}"):
-                    app.session._bus.publish(event)
+                    inner(app)._bus.publish(event)
                 await pilot.pause(0.05)
                 if app.approvals.open is not None:
                     await pilot.press("escape")  # whatever opened, it drew and closes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from pathlib import Path
 
 from tests.conftest import make_harness
@@ -156,7 +157,7 @@ async def test_a_secret_file_is_never_read_into_an_approval(workspace: Path) -> 
 
 
 async def changed_while_asking(
-    workspace: Path, tool: str, arguments: dict[str, object], meanwhile: str
+    workspace: Path, tool: str, arguments: Mapping[str, object], meanwhile: str
 ) -> tuple[list[ApprovalRequested], ToolCallCompleted]:
     """Someone rewrites the file while the person reads the prompt; then the person says yes."""
     requests: list[ApprovalRequested] = []
@@ -168,7 +169,7 @@ async def changed_while_asking(
 
     approver = CallbackApprover(yes_after_a_change)
     harness = make_harness(workspace, mode=ApprovalMode.ASK, approver=approver)
-    await harness.call(tool, arguments)
+    await harness.call(tool, dict(arguments))
     [completed] = [e for e in harness.events if isinstance(e, ToolCallCompleted)]
     return requests, completed
 

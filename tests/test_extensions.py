@@ -266,7 +266,7 @@ async def test_scheduled_prompt_is_a_turn_of_its_own(
     job = {"prompt": "check the disk"}
     event = await run_scheduled(workspace, model, job, then=[answer("disk is fine")])
     assert event.ok and event.job_kind == "prompt" and event.output == "disk is fine"
-    sent = model.requests[2].body["messages"][-1]  # type: ignore[index]
+    sent = model.requests[2].body["messages"][-1]
     assert sent["role"] == "user" and sent["content"] == "[scheduled job] check the disk"
 
 

@@ -38,6 +38,7 @@ from tests.test_loop import (
     user_texts,
     wire_results,
 )
+from tests.waiting import until_blocking
 from tui.events import parse_event
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,18 +74,6 @@ class ServerProcess:
             return []
         lines = self.log.read_text(encoding="utf-8").splitlines()
         return [RecordedRequest(**json.loads(line)) for line in lines if line.strip()]
-
-
-def wait_for(condition: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
-    """Poll state that gives no notification (a file appearing, ``/proc``) with a deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 @pytest.fixture
@@ -124,7 +113,7 @@ def model_server(tmp_path: Path) -> Iterator[Callable[[list[dict[str, Any]]], Se
             assert process.poll() is None, f"the scripted server exited ({process.returncode})"
             return port_file.exists()
 
-        wait_for(ready, "the scripted server to listen")
+        until_blocking(ready, "the scripted server to listen", DEADLINE)
         server.port = int(port_file.read_text(encoding="utf-8"))
         return server
 
@@ -501,13 +490,14 @@ def test_sigint_while_a_tool_runs_exits_130_and_leaves_no_process(
     )
     try:
         read_lines_until(process, lambda line: '"kind":"tool_started"' in line)
-        running = wait_for(
+        running = until_blocking(
             lambda: (
                 (found := live_with(marker))
                 and sum(info[2].startswith("sleep ") for info in found.values()) == 2
                 and found
             ),
             "both sleeps to run",
+            DEADLINE,
         )
         groups = {info[1] for info in running.values()}
         interrupted = time.monotonic()

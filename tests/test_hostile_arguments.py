@@ -183,14 +183,19 @@ async def test_a_validator_raising_anything_is_invalid_arguments(workspace: Path
     assert "OverflowError" in result.text
 
 
-class BrokenAccessTool(OverflowingTool):
+class BrokenAccessTool(Tool[ToolParams]):
     """Valid arguments, but working out what the call touches blows up."""
 
     name = "broken_access"
+    label = "Broken access"
     Params = ToolParams
+    description = "test tool"
 
     def access(self, params: ToolParams) -> ToolAccess:
         raise OverflowError("int too large to convert to float")
+
+    async def execute(self, params: ToolParams, ctx: ToolContext) -> ToolResult:
+        raise AssertionError("never reached")
 
 
 async def test_a_tool_failing_before_it_starts_is_an_error_run_alone(workspace: Path) -> None:
@@ -203,11 +208,13 @@ async def test_a_tool_failing_before_it_starts_is_an_error_run_alone(workspace: 
     assert result.details["error_type"] == "ExecutionFailed" and "OverflowError" in result.text
 
 
-class SurrogateOutputTool(OverflowingTool):
+class SurrogateOutputTool(Tool[ToolParams]):
     """Returns text no UTF-8 writer accepts, as a tool reading undecodable bytes might."""
 
     name = "surrogate_output"
+    label = "Surrogate output"
     Params = ToolParams
+    description = "test tool"
 
     async def execute(self, params: ToolParams, ctx: ToolContext) -> ToolResult:
         return ToolResult("bad \udcff bytes")

@@ -25,9 +25,9 @@ from tests.petstore_server import PetstoreServer
 from tui.config import OpenApiSpecSettings
 from tui.security.addresses import meanings, parse_address
 from tui.security.hosts import HostPolicy
+from tui.security.hosts import system_resolve as resolve
 from tui.security.settings import SecuritySettings
 from tui.tools.adapters.openapi.tools import build_openapi_toolset
-from tui.tools.netguard import resolve
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LOOPBACK = IPv4Address("127.0.0.1")
@@ -378,7 +378,7 @@ async def test_web_search_endpoint_is_judged(
     harness = harness_with(workspace, blocked_hosts=["127.0.0.1"])
     search = harness.registry.get("web_search")
     assert search is not None
-    search.search_url = f"http://0x7f000001:{recorder.port}/search"  # type: ignore[attr-defined]
+    search.search_url = f"http://0x7f000001:{recorder.port}/search"
     result = await harness.call("web_search", {"query": "anything"})
     assert result.is_error and "blocked_hosts" in result.text
     assert recorder.requests == []

@@ -24,10 +24,11 @@ from typing import Any
 
 import pytest
 
-from tests.test_headless_cli import Cli, ServerProcess, cli, headless, model_server, wait_for
+from tests.test_headless_cli import DEADLINE, Cli, ServerProcess, cli, headless, model_server
 from tests.test_loop import shell, tools_step
 from tests.test_targets_cli import tool_results
 from tests.tmux_helpers import instance_sockets, kill_server
+from tests.waiting import until_blocking
 from tui.agent.hooks import run_hook_command
 from tui.agent.providers.factory import ENV_VARS, make_provider
 from tui.config.sections.hooks import HookCommand
@@ -101,7 +102,9 @@ def run_peeking(
     ``during`` looks at anything else that lives only while the agent runs."""
     process = cli.start(*headless(server, "look around", "--approval-mode", "full-auto"), *extra)
     try:
-        wait_for(lambda: (peek / "ready").exists() or process.poll() is not None, "the peek")
+        until_blocking(
+            lambda: (peek / "ready").exists() or process.poll() is not None, "the peek", DEADLINE
+        )
         assert process.poll() is None, process.communicate()[1]
         seen = environ_of(process.pid)
         during()

@@ -25,6 +25,7 @@ from tests.chunks import (
     check_streams_before_the_end,
     wait_for,
 )
+from tests.waiting import until
 from tui.exec.backend import BackendError, ExecResult, StreamName
 from tui.exec.local import LocalBackend
 
@@ -53,11 +54,12 @@ def group_members(pgid: int) -> list[int]:
 
 async def assert_group_gone(pgid: int) -> None:
     """Fail unless every process of the group is dead within ``DEADLINE`` seconds."""
-    deadline = time.monotonic() + DEADLINE
-    while members := group_members(pgid):
-        if time.monotonic() > deadline:
-            pytest.fail(f"orphans survived in process group {pgid}: {members}")
-        await asyncio.sleep(0.02)
+    await until(
+        lambda: not group_members(pgid),
+        f"process group {pgid} to die",
+        DEADLINE,
+        detail=lambda: group_members(pgid),
+    )
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ import pytest
 
 from tests.conftest import with_metadata
 from tests.scripted_server import RecordedRequest, ScriptedServer
+from tests.waiting import until
 from tui.agent.hooks import PreToolDecision, ToolCallInfo
 from tui.agent.providers.base import Message
 from tui.config import load_settings
@@ -385,18 +386,6 @@ def live_in_group(pgid: int) -> list[int]:
     return [pid for pid, info in processes().items() if info[1] == pgid and info[0] != "Z"]
 
 
-async def wait_until(condition: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
-    """Poll a condition on state we cannot be notified about (``/proc``), with a deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
-
-
 # -- basics ----------------------------------------------------------------------------------
 
 
@@ -650,6 +639,7 @@ async def test_stream_cut_midway_is_asked_again_in_the_same_turn(
         assert cut.text.endswith("[cut off: asking again]") and whole.text == "the whole answer"
         (notice,) = [n for n in rec.of(Notice) if n.message.startswith("retrying in ")]
         assert "cut off mid-answer" in notice.message and notice.level == "warning"
+        assert session._loop is not None
         assert [m.content for m in session._loop.messages if m.role == "assistant"] == [
             "the whole answer"
         ]
@@ -697,13 +687,14 @@ async def test_cancel_mid_tool_kills_the_group_and_the_session_stays_usable(
     async with open_session(api, server, workspace) as (session, rec):
         assert session._loop is not None
         task = asyncio.ensure_future(session.submit("sleep a lot"))
-        running = await wait_until(
+        running = await until(
             lambda: (
                 (found := live_with(marker))
                 and sum(info[2].startswith("sleep ") for info in found.values()) == 3
                 and found
             ),
             "the three sleeps",
+            DEADLINE,
         )
         groups = {info[1] for info in running.values()}
         started = time.perf_counter()
@@ -1071,12 +1062,12 @@ async def test_cancelling_the_task_itself_still_answers_every_call(
             lambda e: isinstance(e, ToolCallCompleted) and e.tool_call_id == "call_quick",
             "the quick call to finish",
         )
-        await wait_until(lambda: live_with(marker), "the slow call to run")
+        await until(lambda: live_with(marker), "the slow call to run", DEADLINE)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(task, 5)
         # The kill is a SIGKILL sent while the task unwinds (it cannot wait): death follows.
-        await wait_until(lambda: not live_with(marker), "the slow call to die", timeout=2)
+        await until(lambda: not live_with(marker), "the slow call to die", timeout=2)
         assert not session._loop.running
         again = await submit(session, "hello again")
 

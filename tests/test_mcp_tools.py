@@ -22,6 +22,7 @@ import pytest
 
 from tests.conftest import Harness, make_harness
 from tests.mcp_servers.http_app import serve_http
+from tests.waiting import until
 from tui.config import McpServerSettings
 from tui.events import Event, Notice, ToolCallStarted
 from tui.security.permissions import ApprovalMode, PermissionMode
@@ -92,16 +93,6 @@ def alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-async def wait_until(check: Callable[[], bool], timeout: float = 5.0) -> bool:
-    """Wait for a condition another process brings about, up to ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
 
 
 # ---------------------------------------------------------------------------- mcp-server-time
@@ -236,7 +227,7 @@ async def test_crash_mid_call_fails_fast_and_restart_recovers(
 
         # Nothing survives: not the server, not the child it left in its group.
         child_pid = int((tmp_path / "child.pid").read_text())
-        assert await wait_until(lambda: not alive(server_pid) and not alive(child_pid))
+        assert await until(lambda: not alive(server_pid) and not alive(child_pid))
 
         again = await harness.call("tb__echo", {"text": "still there?"})
         assert again.is_error and "has crashed" in again.text and "/mcp restart tb" in again.text
@@ -259,7 +250,7 @@ async def test_a_server_killed_while_idle_is_reported_crashed(
         pid = state_of(manager, "tb").pid
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
-        assert await wait_until(lambda: state_of(manager, "tb").state == "crashed")
+        assert await until(lambda: state_of(manager, "tb").state == "crashed")
         assert "exited (killed by SIGKILL)" in (state_of(manager, "tb").error or "")
         assert manager.tools() == []
         notices = [e.message for e in events if isinstance(e, Notice)]
@@ -278,7 +269,7 @@ async def test_hanging_call_times_out_and_tells_the_server(
         assert result.is_error
         assert "did not answer within 1 s (call_timeout)" in result.text
         # notifications/cancelled reached the server and stopped its handler.
-        assert await wait_until((tmp_path / "cancelled").exists)
+        assert await until((tmp_path / "cancelled").exists)
         assert state_of(manager, "tb").state == "connected"
         assert (await harness.call("tb__echo", {"text": "alive"})).text == "alive"
 
@@ -292,13 +283,13 @@ async def test_cancel_stops_a_hanging_call_promptly(
         assert harness.registry.get("tb__hang").honours_cancel  # type: ignore[union-attr]
         ctx = harness.context("tb__hang")
         call = asyncio.create_task(harness.call("tb__hang", {}, ctx))
-        assert await wait_until(lambda: any(isinstance(e, ToolCallStarted) for e in harness.events))
+        assert await until(lambda: any(isinstance(e, ToolCallStarted) for e in harness.events))
         started = time.monotonic()
         ctx.cancel.set()
         result = await asyncio.wait_for(call, 5)
         assert time.monotonic() - started < 3
         assert result.is_error and "Cancelled" in result.text
-        assert await wait_until((tmp_path / "cancelled").exists)
+        assert await until((tmp_path / "cancelled").exists)
         assert state_of(manager, "tb").state == "connected"
 
 
@@ -371,7 +362,7 @@ async def test_aclose_leaves_no_process_behind(tmp_path: Path, base_env: dict[st
         pids = [s.pid for s in manager.states()]
         assert all(pid is not None and alive(pid) for pid in pids)
     assert [s.state for s in manager.states()] == ["stopped", "stopped"]
-    assert await wait_until(lambda: not any(alive(pid) for pid in pids if pid))
+    assert await until(lambda: not any(alive(pid) for pid in pids if pid))
 
 
 # ---------------------------------------------------------------------------- tools/list_changed
@@ -454,9 +445,7 @@ async def test_failed_relist_keeps_the_old_list(
         names = tool_names(manager)
         harness = harness_for(workspace, manager)
         await harness.call("tb__break_listing", {"times": 1})
-        assert await wait_until(
-            lambda: "after a tools/list_changed notice failed" in log.read_text()
-        )
+        assert await until(lambda: "after a tools/list_changed notice failed" in log.read_text())
         text = log.read_text()
         assert "the tool catalogue is being rebuilt" in text
         assert "keeping the" in text

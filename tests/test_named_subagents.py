@@ -19,6 +19,9 @@ import pytest
 
 from tests.scripted_server import RecordedRequest, ScriptedServer
 from tests.test_loop import (
+    DEADLINE as LOOP_WAIT,
+)
+from tests.test_loop import (
     Api,
     Recorder,
     answer,
@@ -36,8 +39,8 @@ from tests.test_loop import (
     tool_names_of,
     tools_step,
     user_texts,
-    wait_until,
 )
+from tests.waiting import until
 from tui.config import load_settings
 from tui.events import ToolCallCompleted, ToolCallStarted
 from tui.session import AgentSession
@@ -238,10 +241,10 @@ async def test_cancel_of_the_parent_kills_the_childs_command_within_a_second(
     ) as (session, rec):
         assert session._loop is not None
         task = asyncio.ensure_future(session.submit("sleep in a sub-agent"))
-        await wait_until(lambda: live_with(marker), "the child's sleep to run")
+        await until(lambda: live_with(marker), "the child's sleep to run", LOOP_WAIT)
         session._loop.cancel()
         started = time.monotonic()
-        await wait_until(lambda: not live_with(marker), "the child's sleep to die", timeout=1.0)
+        await until(lambda: not live_with(marker), "the child's sleep to die", timeout=1.0)
         gone_after = time.monotonic() - started
         outcome = await asyncio.wait_for(task, 5)
         assert outcome.reason == "cancelled", gone_after

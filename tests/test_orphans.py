@@ -28,10 +28,11 @@ from tests.test_headless_cli import (  # noqa: F401 - fixtures used by name
     headless,
     model_server,
     read_lines_until,
-    wait_for,
 )
-from tests.test_loop import live_with, shell, tools_step, wait_until
+from tests.test_loop import DEADLINE as LOOP_WAIT
+from tests.test_loop import live_with, shell, tools_step
 from tests.tmux_helpers import SHELL, kill_server, needs_tmux, new_socket_name, tmux_backends
+from tests.waiting import until, until_blocking
 from tui.errors import Cancelled
 from tui.exec.local import LocalBackend
 from tui.exec.tmux.backend import TmuxBackend
@@ -78,11 +79,13 @@ def test_sigkill_of_the_agent_stops_its_command_and_every_background_job(
     )
     try:
         read_lines_until(process, lambda line: '"kind":"tool_started"' in line)
-        running = wait_for(lambda: len(sleeps(mark)) == 5 and sleeps(mark), "all five sleeps")
+        running = until_blocking(
+            lambda: len(sleeps(mark)) == 5 and sleeps(mark), "all five sleeps", DEADLINE
+        )
         process.kill()
         process.communicate(timeout=10)
         killed = time.monotonic()
-        wait_for(
+        until_blocking(
             lambda: not any(pid in sleeps(mark) for pid in running),
             "every sleep to stop after the agent's SIGKILL",
             timeout=GONE_WITHIN,
@@ -111,11 +114,13 @@ async def test_local_cancel_stops_background_jobs_in_other_groups_and_names_them
         backend.run(command, cancel=cancel, timeout=60, on_chunk=lambda _, text: lines.append(text))
     )
     try:
-        running = await wait_until(lambda: len(sleeps(mark)) == 2 and sleeps(mark), "two sleeps")
+        running = await until(
+            lambda: len(sleeps(mark)) == 2 and sleeps(mark), "two sleeps", LOOP_WAIT
+        )
         cancel.set()
         result = await asyncio.wait_for(task, DEADLINE)
         stopped = time.monotonic()
-        await wait_until(lambda: not sleeps(mark), "both sleeps gone", timeout=GONE_WITHIN)
+        await until(lambda: not sleeps(mark), "both sleeps gone", timeout=GONE_WITHIN)
         assert time.monotonic() - stopped < GONE_WITHIN
     finally:
         kill_leftovers(mark)
@@ -162,19 +167,21 @@ async def test_tmux_cancel_stops_the_commands_background_jobs_not_the_users(
     try:
         # The person's own job, started in the pane before the agent's command.
         await backend.run(f"sleep 5{mark} &", timeout=DEADLINE)
-        users = await wait_until(lambda: sleeps(mark), "the user's job")
+        users = await until(lambda: sleeps(mark), "the user's job", LOOP_WAIT)
         cancel = asyncio.Event()
         task = asyncio.create_task(
             backend.run(f"sleep 3{mark} & sleep 4{mark}", cancel=cancel, timeout=60)
         )
-        running = await wait_until(
-            lambda: len(sleeps(mark)) == 3 and sleeps(mark), "the command's two sleeps"
+        running = await until(
+            lambda: len(sleeps(mark)) == 3 and sleeps(mark),
+            "the command's two sleeps",
+            LOOP_WAIT,
         )
         cancel.set()
         result = await asyncio.wait_for(task, DEADLINE)
         stopped = time.monotonic()
         ours = {pid: line for pid, line in running.items() if pid not in users}
-        await wait_until(
+        await until(
             lambda: not set(ours) & set(sleeps(mark)), "both sleeps gone", timeout=GONE_WITHIN
         )
         assert time.monotonic() - stopped < GONE_WITHIN
@@ -200,7 +207,7 @@ async def test_a_reused_pane_reports_what_still_runs_there(
     first = make_tmux()
     try:
         await first.run(f"sleep 6{mark} &", timeout=DEADLINE)
-        left = await wait_until(lambda: sleeps(mark), "the background sleep")
+        left = await until(lambda: sleeps(mark), "the background sleep", LOOP_WAIT)
         await first.close()
         notices = await make_tmux().start()
     finally:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Static
 
 from tests.conftest import Harness, make_harness
 from tests.scripted_server import ScriptedServer
@@ -128,7 +129,10 @@ async def test_block_and_pager_state_the_cut(workspace: Path, cap: int | None) -
             await until(pilot, lambda: isinstance(app.screen, OutputPager), "the pager")
             pager = app.screen
             assert isinstance(pager, OutputPager)
-            info = lambda: str(pager.query_one("#pager-info").content)  # noqa: E731
+
+            def info() -> str:
+                return str(pager.query_one("#pager-info", Static).content)
+
             await until(pilot, lambda: "indexing" not in info(), "the pager's index", 60)
             source = pager.source
             last = source.line(len(source) - 1)

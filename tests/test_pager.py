@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from textual.app import App
+from textual.widgets import Static
 
 from tests.test_ui_app import app_for, make_session, send, until
 from tui.ui.tools import pager_index, pager_search
@@ -105,7 +106,7 @@ async def test_a_large_saved_output_opens_and_searches_in_bounded_memory(tmp_pat
         await pilot.press("g", "slash", *"needle", "enter")
         await until(pilot, lambda: pager.match is not None, "the match near the end", 60)
         assert view.top_line() <= lines < view.top_line() + 28
-        assert "match 1 of 1" in str(pager.query_one("#pager-info").content)
+        assert "match 1 of 1" in str(pager.query_one("#pager-info", Static).content)
         grown = rss() - before
     assert grown < 100 * 1024 * 1024, f"RSS grew {grown / 2**20:.0f} MiB"
 
@@ -135,7 +136,10 @@ async def test_search_next_previous_jump_and_wrap_on_a_spilled_output(workspace:
         assert isinstance(pager, OutputPager)
         assert pager.source.path is not None  # the spilled file, not the kept tail
         view = pager.query_one(LinesView)
-        info = lambda: str(pager.query_one("#pager-info").content)  # noqa: E731
+
+        def info() -> str:
+            return str(pager.query_one("#pager-info", Static).content)
+
         await until(pilot, lambda: pager.source.done and view.top_line() > 0, "index, end")
         assert "of 20,000" in info()
 
@@ -180,12 +184,15 @@ async def test_wrap_shows_a_long_line_whole(tmp_path: Path) -> None:
     async with app.run_test(size=(80, 40)) as pilot:
         await until(pilot, lambda: isinstance(app.screen, OutputPager), "the pager")
         pager = app.screen
+        assert isinstance(pager, OutputPager)
         view = pager.query_one(LinesView)
         await until(pilot, lambda: pager.source.done, "the index")
         await pilot.press("g")
-        shown = lambda: "".join(  # noqa: E731
-            view.render_line(y).text for y in range(view.scrollable_content_region.height)
-        )
+
+        def shown() -> str:
+            height = view.scrollable_content_region.height
+            return "".join(view.render_line(y).text for y in range(height))
+
         assert "00399" not in shown()  # cut at the screen's edge
         await pilot.press("w")
         await pilot.pause()

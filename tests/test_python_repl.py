@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Harness
+from tests.waiting import until
 from tui.events import Event, ToolOutputChunk
 from tui.exec.local import LocalBackend
 from tui.security.permissions import ApprovalMode, PermissionMode
@@ -63,12 +64,7 @@ def process_gone(pid: int) -> bool:
 
 
 async def wait_until_gone(pid: int, limit: float = 5.0) -> bool:
-    deadline = time.monotonic() + limit
-    while not process_gone(pid):
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
+    return await until(lambda: process_gone(pid), f"process {pid} to end", limit)
 
 
 async def test_state_persists_and_the_last_expression_is_shown(repl: Harness) -> None:

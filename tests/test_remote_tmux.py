@@ -19,8 +19,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import shlex
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from tests.sshd import SshServer
 from tests.test_ssh_backend import make_backend as make_ssh_backend
 from tests.test_ssh_backend import sshd
 from tests.tmux_helpers import SHELL, OutputWatch, needs_tmux
+from tests.waiting import until
 from tui.config import Settings
 from tui.events import ToolCallStarted
 from tui.exec.backend import ExecutionBackend
@@ -224,14 +224,6 @@ def tmux_of(harness: Harness) -> TmuxBackend:
     return backend
 
 
-async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 # -- commands --------------------------------------------------------------------------------
 
 
@@ -333,7 +325,7 @@ async def test_cancel_stops_the_command_on_the_host(host: Host, make_tmux: MakeT
     async def gone() -> bool:
         return not await host.live(f"sleep {needle}")
 
-    await until(gone, "the cancelled sleep to end on the host")
+    await until(gone, "the cancelled sleep to end on the host", DEADLINE, every=0.05)
     assert (await backend.run("echo next", timeout=DEADLINE)).stdout == "next\n"
 
 

@@ -13,10 +13,8 @@ busybox image has no Python). Processes left behind are looked for on the target
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import shlex
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +27,7 @@ from tests.conftest import Harness
 from tests.container_image import ENGINE, Container
 from tests.sshd import SshServer
 from tests.test_ssh_backend import make_backend, sshd
+from tests.waiting import until
 from tui.exec.backend import ExecutionBackend
 from tui.exec.container.backend import ContainerBackend
 from tui.security.permissions import ApprovalMode
@@ -172,11 +171,13 @@ async def live_on_target(backend: ExecutionBackend, needle: str) -> list[str]:
 
 
 async def wait_gone(backend: ExecutionBackend, needle: str) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while left := await live_on_target(backend, needle):
-        if time.monotonic() > deadline:
-            pytest.fail(f"still running on the target after {DEADLINE:g} s: {left}")
-        await asyncio.sleep(0.05)
+    left: list[str] = []
+
+    async def gone() -> bool:
+        left[:] = await live_on_target(backend, needle)
+        return not left
+
+    await until(gone, f"{needle} to end on the target", DEADLINE, every=0.05, detail=lambda: left)
 
 
 def marker() -> str:

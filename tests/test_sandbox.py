@@ -14,6 +14,7 @@ import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,7 +76,7 @@ def harness_on(
     """The registry and policy wired as the app wires them, with the sandbox following the
     policy's mode; with no ``answers`` there is nobody to ask."""
     approver = ScriptedApprover(*answers) if answers else None
-    extra = {"approver": approver} if approver is not None else {}
+    extra: dict[str, Any] = {"approver": approver} if approver is not None else {}
     harness = make_harness(
         machine.workspace,
         mode=mode,

@@ -203,6 +203,7 @@ def test_every_named_attack_is_held_by_the_sandbox(machine: Planted, column: str
     judge.finish()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("column", sorted(COLUMNS))
 @pytest.mark.parametrize("klass", CLASSES)
 def test_every_dangerous_class_runs_for_real_without_harm(
@@ -242,8 +243,8 @@ def test_the_planted_machine_can_tell_harm_from_none(machine: Planted) -> None:
     finally:
         for pid in processes_with(machine.token):
             os.kill(pid, 9)
-        for path in stray_files(machine.token):
-            os.unlink(path)
+        for stray in stray_files(machine.token):
+            os.unlink(stray)
         hooks.unlink(missing_ok=True)
         for path, data in before.items():
             path.write_bytes(data)
@@ -390,6 +391,7 @@ def test_at_least_300_distinct_generated_variants() -> None:
     assert len(_variants()) >= 300
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("column", sorted(COLUMNS))
 def test_generated_variants_run_for_real_without_harm(machine: Planted, column: str) -> None:
     judge = Judge(machine, column)

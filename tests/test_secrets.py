@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Literal
 
 import pytest
 
@@ -22,6 +23,7 @@ from tui.locations import config_dir
 from tui.security.permissions import ApprovalMode
 from tui.security.policy import SecurityPolicy
 from tui.security.settings import SecuritySettings
+from tui.tools.base import Tool
 from tui.tools.builtin.files.tools import ListFilesTool, ReadFileTool, WriteFileTool
 from tui.tools.builtin.notebook import notebook_tools
 from tui.tools.builtin.search.glob_search import GlobSearchTool
@@ -83,8 +85,8 @@ def harness(
     """The real registry and policy; built after HOME is set, so ``~`` means the fake home."""
     policy = SecurityPolicy(workspace, settings, approval_mode=mode, approver=approver)  # type: ignore[arg-type]
     backend = LocalBackend(default_cwd=str(workspace))
-    list_engine = "python" if engine == "python" else "shell"
-    tools = [
+    list_engine: Literal["shell", "python"] = "python" if engine == "python" else "shell"
+    tools: list[Tool[Any]] = [
         ReadFileTool(),
         WriteFileTool(),
         ListFilesTool(engine=list_engine),

@@ -20,8 +20,8 @@ from tests.conftest import METADATA_TOOLS, Harness, make_harness
 from tests.test_policy import ScriptedApprover
 from tests.test_tmux_tools import tmux_backend
 from tests.tmux_helpers import kill_server, needs_tmux, new_socket_name, tmux
+from tui.events import ApprovalAnswer
 from tui.exec.tmux.backend import TmuxBackend
-from tui.security.approval import ApprovalAnswer
 from tui.security.permissions import ApprovalMode
 from tui.tools.builtin.catalog import builtin_tools
 from tui.tools.builtin.shell.tools import parse_wait

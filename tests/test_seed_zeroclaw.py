@@ -19,8 +19,7 @@ from tests.scripted_server import ScriptedServer
 from tests.test_loop import call, open_session, result_text, shell, submit, tools_step
 from tests.test_policy import ScriptedApprover
 from tui.config import load_settings
-from tui.events import Notice, ToolCallCompleted, ToolCallStarted
-from tui.security.approval import ApprovalAnswer
+from tui.events import ApprovalAnswer, Notice, ToolCallCompleted, ToolCallStarted
 from tui.security.permissions import ApprovalMode
 from tui.security.settings import SecuritySettings
 

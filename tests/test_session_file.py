@@ -20,15 +20,16 @@ import pytest
 
 from tests.conftest import make_harness
 from tests.test_headless_cli import (
+    DEADLINE,
     Cli,
     ServerProcess,
     cli,
     headless,
     model_server,
     reason_lines,
-    wait_for,
 )
 from tests.test_loop import answer, check_request, result_text, shell, tools_step, wire_results
+from tests.waiting import until_blocking
 from tui.agent.history import UNKNOWN_OUTCOME, prepare_resume
 from tui.agent.providers.base import Message, ToolCall
 from tui.agent.record_file import RecordFile
@@ -235,6 +236,7 @@ def _honest_saved_outputs(request_text: str) -> None:
         )
 
 
+@pytest.mark.slow
 def test_a_small_data_disk_filled_at_random_points(
     cli: Cli,
     model_server: Callable[[list[dict[str, Any]]], ServerProcess],
@@ -311,7 +313,7 @@ def test_continue_while_the_session_runs_is_refused_with_who_holds_it(
     server = model_server([{"hang": True}, answer("second")])
     first = cli.start(*headless(server, "first"))
     try:
-        wait_for(lambda: len(server.requests()) == 1, "the first run's request")
+        until_blocking(lambda: len(server.requests()) == 1, "the first run's request", DEADLINE)
         second = cli.run(*headless(server, "second", "--continue"))
         assert second.returncode == 1
         (reason,) = reason_lines(second.stderr)

@@ -177,7 +177,7 @@ async def test_answering_in_text_gets_reminded_then_fails(
         outcome = await submit(session, "numbers")
     assert outcome.reason == "error" and "structured_output" in (outcome.error or "")
     assert len(model.requests) == 3
-    last_user = model.requests[2].body["messages"][-1]  # type: ignore[index]
+    last_user = model.requests[2].body["messages"][-1]
     assert "call it now" in json.dumps(last_user)
 
 
@@ -225,9 +225,9 @@ class ServiceTool(SchemaTool[RawParams]):
         super().__init__(
             {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
         )
-        self.name = name
-        self.label = name
-        self.description = description
+        self.name = name  # type: ignore[misc]  # named at run time, as the adapters' tools are
+        self.label = name  # type: ignore[misc]
+        self.description = description  # type: ignore[misc]
 
     def access(self, params: RawParams) -> ToolAccess:
         return ToolAccess(permission=PermissionMode.READ_ONLY)

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from tests.conftest import Harness
+from tests.waiting import until
 from tui.events import ToolCallCompleted, ToolOutputChunk
 
 
@@ -27,14 +28,6 @@ def pids_alive(pids: list[int]) -> list[int]:
         if state != "Z":
             alive.append(pid)
     return alive
-
-
-async def wait_until(predicate: object, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.01)
 
 
 async def test_output_and_exit_code(harness: Harness) -> None:
@@ -57,7 +50,7 @@ async def test_output_streams_before_the_command_ends(harness: Harness) -> None:
     ctx = harness.context("run_shell")
     command = f"echo first; while [ ! -e {flag} ]; do sleep 0.01; done; echo second"
     task = asyncio.create_task(harness.call("run_shell", {"command": command}, ctx))
-    await wait_until(
+    await until(
         lambda: any(isinstance(e, ToolOutputChunk) and "first" in e.text for e in harness.events)
     )
     assert not task.done()
@@ -99,7 +92,7 @@ async def test_timeout_kills_the_whole_group(harness: Harness) -> None:
     assert time.monotonic() - started < 5
     assert result.is_error and "timed out after 0.5 s" in result.text
     child = int(pidfile.read_text())
-    await wait_until(lambda: not pids_alive([child]))
+    await until(lambda: not pids_alive([child]))
 
 
 async def test_cancel_kills_the_whole_group(harness: Harness) -> None:
@@ -107,12 +100,12 @@ async def test_cancel_kills_the_whole_group(harness: Harness) -> None:
     ctx = harness.context("run_shell")
     command = f"sleep 300 & echo $! > {pidfile}; wait"
     task = asyncio.create_task(harness.call("run_shell", {"command": command}, ctx))
-    await wait_until(lambda: pidfile.exists() and pidfile.read_text().strip())
+    await until(lambda: pidfile.exists() and pidfile.read_text().strip())
     ctx.cancel.set()
     result = await asyncio.wait_for(task, 10)
     assert result.is_error and "Cancelled" in result.text
     child = int(pidfile.read_text())
-    await wait_until(lambda: not pids_alive([child]))
+    await until(lambda: not pids_alive([child]))
 
 
 async def test_binary_output_is_safe(harness: Harness) -> None:

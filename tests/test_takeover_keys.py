@@ -8,9 +8,7 @@ own xterm parser into key events. From there they take the app's path (``typed_f
 
 from __future__ import annotations
 
-import asyncio
 import shutil
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -29,6 +27,7 @@ from tests.tmux_helpers import (
     tmux,
     tmux_backends,
 )
+from tests.waiting import until
 from tui.exec.tmux.backend import TmuxBackend
 from tui.session_pane import forward
 from tui.ui.mirror.keys import Typed, typed_for, typed_paste
@@ -63,13 +62,19 @@ class Pane:
         # Whatever an earlier (failed) example left running goes first: each starts clean.
         if await self.current_command() != "bash":
             await self.backend.send_keys(self.pane_id, "C-c")
-            await until(self.current_command, "bash", what="the shell's prompt")
+            await until(self.running("bash"), "the shell's prompt", DEADLINE)
         self.runs += 1
         out, done = self.root / f"{name}-{self.runs}", self.root / f"{name}-{self.runs}.done"
         await self.shell(f"{program} > {out}; : > {done}")
         command = runs or program.split()[0]
-        await until(self.current_command, command, what=f"{command} to run")
+        await until(self.running(command), f"{command} to run", DEADLINE)
         return out, done
+
+    def running(self, command: str) -> Callable[[], Awaitable[bool]]:
+        async def probe() -> bool:
+            return await self.current_command() == command
+
+        return probe
 
     def shows(self, text: str) -> Callable[[], Awaitable[bool]]:
         async def probe() -> bool:
@@ -81,21 +86,6 @@ class Pane:
     async def format(self, text: str) -> str:
         out = await tmux(self.socket, "display", "-p", "-t", self.pane_id, text)
         return out.strip()
-
-
-async def until(
-    probe: Callable[[], Awaitable[object]],
-    expected: object = True,
-    *,
-    what: str,
-    timeout: float = DEADLINE,
-) -> None:
-    """Wait for a state nothing announces (a file written, a program started), with a deadline."""
-    deadline = time.monotonic() + timeout
-    while await probe() != expected:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 def exists(path: Path) -> Callable[[], Awaitable[bool]]:
@@ -155,6 +145,7 @@ LINES = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=60,
     deadline=None,
@@ -174,7 +165,7 @@ async def test_random_text_arrives_byte_for_byte(
     else:
         items = typed(text.replace("\n", "\r") + "\r")
     await type_into(pane, items + typed("\x04"))
-    await until(exists(done), what="cat to end")
+    await until(exists(done), "cat to end", DEADLINE)
     assert out.read_bytes() == (text + "\n").encode()
 
 
@@ -187,7 +178,7 @@ async def test_semicolons_and_leading_dashes_arrive(pane: Pane) -> None:
     await type_into(pane, typed(reported + "\r"), burst=1)
     await type_into(pane, typed("-- -x\r"), burst=100)
     await type_into(pane, typed("--\r-\r;\r\x04"), burst=1)
-    await until(exists(done), what="cat to end")
+    await until(exists(done), "cat to end", DEADLINE)
     assert out.read_text() == f"{reported}\n-- -x\n--\n-\n;\n"
 
 
@@ -197,7 +188,7 @@ async def test_literal_send_keys_sends_exactly_the_text(pane: Pane, text: str) -
     out, done = await pane.start("cat", "literal")
     await pane.backend.send_keys(pane.pane_id, text, literal=True, enter=True, guard=False)
     await pane.backend.send_keys(pane.pane_id, "C-d")
-    await until(exists(done), what="cat to end")
+    await until(exists(done), "cat to end", DEADLINE)
     assert out.read_text() == text + "\n"
 
 
@@ -247,7 +238,7 @@ async def test_named_keys_arrive_as_the_escape_sequences_programs_expect(pane: P
         assert len(keys) == 1, f"{name}: {keys}"
         items += keys
     await type_into(pane, items, burst=3)
-    await until(exists(done), what="head to end")
+    await until(exists(done), "head to end", DEADLINE)
     got = out.read_bytes()
     assert got == expected, [
         name for (name, _, sent), start in _offsets(NAMED) if got[start : start + len(sent)] != sent
@@ -274,11 +265,11 @@ async def test_a_paste_is_bracketed_when_the_program_asks(pane: Pane) -> None:
     ready = "printf '\\033[?2004hRE''ADY\\n' > /dev/tty"
     program = f"stty raw -echo; {ready}; head -c {len(expected)}"
     out, done = await pane.start(f"sh -c {_sh(program)}", "bracketed")
-    await until(pane.shows("READY"), what="bracketed paste turned on")
+    await until(pane.shows("READY"), "bracketed paste turned on", DEADLINE)
     paste = typed_paste(events.Paste(pasted))
     assert paste is not None
     await type_into(pane, [paste])
-    await until(exists(done), what="the paste to arrive")
+    await until(exists(done), "the paste to arrive", DEADLINE)
     assert out.read_bytes().endswith(expected)
 
 
@@ -328,7 +319,7 @@ async def test_the_apps_take_over_types_what_the_person_typed(workspace: Path, s
             await pilot.press("ctrl+t")
             assert app.panes.holding and app.query_one(PaneMirror).has_focus
             await pilot.press(*"cat > typed.txt", "enter")
-            await until(pane.current_command, "cat", what="cat to run")
+            await until(pane.running("cat"), "cat to run", DEADLINE)
             await pilot.press(*reported, "enter")
             # A burst, as a terminal delivers fast typing: every event queued before any is sent.
             assert app._driver is not None
@@ -336,7 +327,7 @@ async def test_the_apps_take_over_types_what_the_person_typed(workspace: Path, s
                 app._driver.send_message(key)
             app._driver.send_message(events.Paste(pasted))
             app._driver.send_message(terminal_keys("\x04")[0])
-            await until(pane.current_command, shell.split()[0], what="cat to end")
+            await until(pane.running(shell.split()[0]), "cat to end", DEADLINE)
             assert out.read_text() == f"{reported}\n-- -x\n-\n{pasted}"
             assert app.panes.holding
             errors = [str(box.border_title) for box in app.chat.query("ErrorBox")]
@@ -350,5 +341,5 @@ async def test_one_character_key_names_are_keys_not_flags(pane: Pane) -> None:
     """The agent's key names ``-``, ``;``, ``#``, ``~`` reach the pane: quoted, never parsed."""
     out, done = await pane.start("cat", "names")
     await pane.backend.send_keys(pane.pane_id, ["-", ";", "#", "~", "Enter", "C-d"])
-    await until(exists(done), what="cat to end")
+    await until(exists(done), "cat to end", DEADLINE)
     assert out.read_text() == "-;#~\n"

@@ -429,7 +429,11 @@ async def test_mirror_publishes_coloured_frames_of_the_last_used_pane(
                 if any(line.startswith(watch) for line in lines):
                     seen.set()
 
-            mirror.publish = lambda event, check=check: (publish(event), check(event))
+            def both(event: Event, check: Callable[[Event], None] = check) -> None:
+                publish(event)
+                check(event)
+
+            mirror.publish = both
             if typed.startswith("echo person"):
                 await backend.send_typed(pane_id, "text", typed)
                 await backend.send_typed(pane_id, "key", "Enter")

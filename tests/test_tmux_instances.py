@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from tests.test_loop import wait_until
+from tests.test_loop import DEADLINE as LOOP_WAIT
 from tests.tmux_helpers import clean_env, kill_server, needs_tmux, new_socket_name
+from tests.waiting import until
 from tui.config import Settings
 from tui.config.sections.targets import TmuxSettings
 from tui.exec import procs
@@ -78,6 +79,7 @@ def instance_main(base: str, workspace: str, barrier: Barrier, results: Any) -> 
         results.put((workspace, f"FAILED {type(error).__name__}: {error}"))
 
 
+@pytest.mark.slow
 async def test_twenty_instances_started_at_once_all_work_and_spare_a_running_one(
     base: str, tmp_path: Path
 ) -> None:
@@ -117,7 +119,9 @@ async def test_twenty_instances_started_at_once_all_work_and_spare_a_running_one
         again = await backend.run("echo $MARK", timeout=30)
         assert again.stdout.strip().splitlines()[-1] == marker
         # Each instance closed its own server: only the resident's is left.
-        await wait_until(lambda: sockets(base) == [backend.socket_name], "the servers to exit")
+        await until(
+            lambda: sockets(base) == [backend.socket_name], "the servers to exit", LOOP_WAIT
+        )
     finally:
         await backend.close()
 
@@ -158,7 +162,7 @@ async def test_a_killed_instances_session_and_jobs_are_swept_at_the_next_start(
     assert victim.stdout is not None
     assert (await victim.stdout.readline()).strip() == b"ready"
     # The detached job and the foreground one, both in the pane's shell's session.
-    await wait_until(lambda: len(tagged_processes(f"sleep {marker}")) >= 2, "the sleeps")
+    await until(lambda: len(tagged_processes(f"sleep {marker}")) >= 2, "the sleeps", LOOP_WAIT)
     victim.kill()
     await victim.wait()
     left = sockets(base)
@@ -174,7 +178,7 @@ async def test_a_killed_instances_session_and_jobs_are_swept_at_the_next_start(
         assert left[0] not in sockets(base)
     finally:
         await target.backend.close()
-    await wait_until(lambda: sockets(base) == [], "nothing left at all")
+    await until(lambda: sockets(base) == [], "nothing left at all", LOOP_WAIT)
 
 
 async def test_a_start_killed_before_it_marked_its_session_is_swept_all_the_same(
@@ -235,7 +239,7 @@ async def test_a_normal_close_stops_detached_jobs(base: str, tmp_path: Path) -> 
         TargetChoice(tmux=True), settings_for(base), workspace, interactive=False
     )
     await target.backend.run(f"(sleep {marker} &) ; nohup sleep {marker} >/dev/null 2>&1 &")
-    await wait_until(lambda: len(tagged_processes(f"sleep {marker}")) >= 2, "the jobs")
+    await until(lambda: len(tagged_processes(f"sleep {marker}")) >= 2, "the jobs", LOOP_WAIT)
     await target.backend.close()
     assert tagged_processes(f"sleep {marker}") == []
-    await wait_until(lambda: sockets(base) == [], "the server to exit")
+    await until(lambda: sockets(base) == [], "the server to exit", LOOP_WAIT)

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from tests.tmux_helpers import (
     tmux,
     tmux_backends,
 )
+from tests.waiting import until
 from tui.events import (
     ApprovalAnswer,
     ApprovalDecision,
@@ -66,15 +66,6 @@ def socket_name() -> Iterator[str]:
 async def make_backend(socket_name: str, tmp_path: Path) -> AsyncIterator[MakeBackend]:
     async with tmux_backends(socket_name, tmp_path) as make:
         yield make
-
-
-async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    """Wait for a condition tmux answers (no fixed sleeps), failing after the deadline."""
-    deadline = time.monotonic() + DEADLINE
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 async def screen(socket_name: str, pane: str) -> list[str]:
@@ -140,7 +131,7 @@ async def test_text_left_in_vi_command_mode_is_dropped_too(
     async def at_start() -> bool:
         return await cursor_x() == home
 
-    await until(at_start, "the cursor at the start of the left text")
+    await until(at_start, "the cursor at the start of the left text", DEADLINE)
     approved = "echo approved-$((6 * 7))"
     result = await backend.run(approved, timeout=DEADLINE)
     assert result.stdout == "approved-42\n"
@@ -164,7 +155,7 @@ async def test_a_program_in_the_pane_is_never_typed_into(
             await tmux(socket_name, "display-message", "-p", "-t", pane, "#{pane_current_command}")
         ).strip() == "cat"
 
-    await until(cat_runs, "cat to hold the pane")
+    await until(cat_runs, "cat to hold the pane", DEADLINE)
     with pytest.raises(BackendError, match="running `cat`"):
         await backend.run("echo must-not-reach-cat", timeout=DEADLINE)
     await tmux(socket_name, "send-keys", "-t", pane, "C-d")
@@ -172,7 +163,7 @@ async def test_a_program_in_the_pane_is_never_typed_into(
     async def cat_gone() -> bool:
         return not await cat_runs()
 
-    await until(cat_gone, "cat to end")
+    await until(cat_gone, "cat to end", DEADLINE)
     after = await backend.run("echo free-again", timeout=DEADLINE)
     assert after.stdout == "free-again\n"
     assert not any("must-not-reach-cat" in line for line in await screen(socket_name, pane))
@@ -192,7 +183,7 @@ async def test_a_half_typed_command_or_a_busy_shell_refuses_the_call(
     async def continuing() -> bool:
         return backend.prompt_state(pane) == "continuation"
 
-    await until(continuing, "the continuation prompt")
+    await until(continuing, "the continuation prompt", DEADLINE)
     with pytest.raises(BackendError, match="half-typed command"):
         await backend.run("echo glued-$((1 + 1))", timeout=2)
     await tmux(socket_name, "send-keys", "-t", pane, "C-c")
@@ -200,18 +191,18 @@ async def test_a_half_typed_command_or_a_busy_shell_refuses_the_call(
     async def at_prompt() -> bool:
         return backend.prompt_state(pane) == "prompt"
 
-    await until(at_prompt, "the prompt after Ctrl-C")
+    await until(at_prompt, "the prompt after Ctrl-C", DEADLINE)
     # A builtin the person started holds the shell though tmux names the shell itself.
     await take_over_typing(backend, socket_name, pane, "read held_by_person", enter=True)
 
     async def busy() -> bool:
         return backend.prompt_state(pane) == "running"
 
-    await until(busy, "the shell to run `read`")
+    await until(busy, "the shell to run `read`", DEADLINE)
     with pytest.raises(BackendError, match="busy"):
         await backend.run("echo glued-$((2 + 2))", timeout=2)
     await take_over_typing(backend, socket_name, pane, "typed-by-person", enter=True)
-    await until(at_prompt, "the prompt after `read`")
+    await until(at_prompt, "the prompt after `read`", DEADLINE)
     result = await backend.run("echo ran-$((3 + 3)); echo $held_by_person", timeout=DEADLINE)
     assert result.stdout == "ran-6\ntyped-by-person\n"
     shown = "\n".join(await screen(socket_name, pane))
@@ -299,17 +290,18 @@ async def test_relative_paths_and_the_approval_follow_the_shell(
     asked: list[ApprovalRequested] = []
     pane = backend.default_pane
     assert pane
+    person_pane: str = pane
 
     class MovesThenApproves:
         async def __call__(self, request: ApprovalRequested) -> ApprovalAnswer:
             asked.append(request)
-            await tmux(socket_name, "send-keys", "-t", pane, "-l", "cd /")
-            await tmux(socket_name, "send-keys", "-t", pane, "Enter")
+            await tmux(socket_name, "send-keys", "-t", person_pane, "-l", "cd /")
+            await tmux(socket_name, "send-keys", "-t", person_pane, "Enter")
 
             async def moved() -> bool:
                 return backend.shell_cwd() == "/"
 
-            await until(moved, "the person's cd")
+            await until(moved, "the person's cd", DEADLINE)
             return ApprovalAnswer(decision=ApprovalDecision.ALLOW_ONCE)
 
     harness.policy.approver = MovesThenApproves()
@@ -332,7 +324,7 @@ async def test_a_write_is_judged_where_the_shell_stands(
     async def there() -> bool:
         return backend.shell_cwd() == str(outside)
 
-    await until(there, "the person's cd")
+    await until(there, "the person's cd", DEADLINE)
     asked: list[ApprovalRequested] = []
 
     async def deny(request: ApprovalRequested) -> ApprovalAnswer:
@@ -363,7 +355,7 @@ async def test_the_screen_shows_no_set_up_and_no_marker_lines(
     async def prompt_drawn() -> bool:  # the end marker comes just before the prompt
         return len(await screen(socket_name, pane)) >= 5
 
-    await until(prompt_drawn, "the prompt after `echo there`")
+    await until(prompt_drawn, "the prompt after `echo there`", DEADLINE)
     lines = await screen(socket_name, pane)
     assert not any("atui" in line.lower() for line in lines), lines
     assert len(lines) == 5 and "" not in lines, lines  # prompt, hi, prompt, there, prompt
@@ -423,9 +415,11 @@ async def test_the_block_and_the_approval_show_where_it_runs(
                 first_line = second._header().plain.split("\n")[0]
                 assert f"in {printable(str(weird))} (not the workspace)" in first_line
                 done = app.tools.state("call_1")
-                assert done.cwd_after == str(weird)
+                assert done is not None and done.cwd_after == str(weird)
                 await pilot.press("y")
-                await ui_until(pilot, lambda: app.tools.state("call_2").finished, "the command")
+                await ui_until(
+                    pilot, lambda: (s := app.tools.state("call_2")) and s.finished, "the command"
+                )
                 block = app.tools.blocks["call_2"]
                 assert f"in {printable(str(weird))}" in block._title()
                 assert (weird / "made.txt").exists()

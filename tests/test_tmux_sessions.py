@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_headless_cli import Cli, cli, headless, model_server, wait_for
+from tests.test_headless_cli import Cli, cli, headless, model_server
 from tests.test_targets_cli import shell_step, tool_results
 from tests.test_ui_app import app_for, make_session, send, until
 from tests.tmux_helpers import (
@@ -28,6 +28,7 @@ from tests.tmux_helpers import (
     needs_tmux,
     new_socket_name,
 )
+from tests.waiting import until_blocking
 from tui.config import Settings, TmuxSettings
 from tui.exec.local import LocalBackend
 from tui.exec.tmux.backend import TmuxBackend
@@ -301,14 +302,14 @@ def attached_client(command: str, socket_name: str, name: str) -> subprocess.Pop
         return "0" in done.stdout.split()
 
     try:
-        wait_for(terminal_client, "a terminal client on the session", DEADLINE)
+        until_blocking(terminal_client, "a terminal client on the session", DEADLINE)
     finally:
         os.close(leader)
     return process
 
 
 def test_help_says_how_to_find_the_agents_shell() -> None:
-    from tui.cli import build_parser
+    from tui.cli_args import build_parser
 
     text = build_parser().format_help()
     assert "/pane" in text and "tmux attach command" in " ".join(text.split())

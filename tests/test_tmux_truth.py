@@ -14,6 +14,7 @@ The screen is read with ``capture-pane``; every wait is for something on it, wit
 from __future__ import annotations
 
 import json
+import operator
 import os
 import re
 import shlex
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,7 @@ import pytest
 from tests.test_headless_cli import ServerProcess, model_server  # noqa: F401
 from tests.test_loop import shell, tools_step
 from tests.tmux_helpers import clean_env, kill_server, new_socket_name
+from tests.waiting import until_blocking
 
 pytestmark = [
     pytest.mark.timeout(120),
@@ -61,14 +64,15 @@ class Terminal:
         return self.tmux("capture-pane", "-p", "-t", "app")
 
     def wait_for(self, test: Callable[[str], bool], what: str, timeout: float = DEADLINE) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            screen = self.screen()
-            if test(screen):
-                return screen
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; the screen:\n{screen}")
-            time.sleep(0.05)
+        """The screen, once ``test`` holds for it."""
+        seen = [""]
+
+        def shown() -> str | None:
+            seen[0] = self.screen()
+            return seen[0] if test(seen[0]) else None
+
+        detail = lambda: f"the screen:\n{seen[0]}"  # noqa: E731
+        return until_blocking(shown, what, timeout, every=0.05, detail=detail)
 
     def keys(self, *keys: str) -> None:
         self.tmux("send-keys", "-t", "app", *keys)
@@ -193,7 +197,7 @@ def test_the_trust_screen_shows_everything_and_scrolls_with_keys_at_80x24(
     for _ in range(100):  # the keyboard alone reaches the end, a few rows at a time
         terminal.keys("Down", "Down", "Down", "Down")
         before = screen
-        screen = terminal.wait_for(lambda s, before=before: s != before, "the list to scroll")
+        screen = terminal.wait_for(partial(operator.ne, before), "the list to scroll")
         rows = merge_scrolled(rows, list_rows(screen))
         if "more lines below" not in screen:
             break

@@ -18,6 +18,7 @@ import pytest
 from textual.message import Message
 from textual.pilot import Pilot
 
+from tests import waiting
 from tests.conftest import with_metadata
 from tests.fake_tmux_pane import FakeTmuxPane
 from tests.scripted_server import ScriptedServer
@@ -35,6 +36,7 @@ from tui.ui.grants.screen import GrantsScreen
 from tui.ui.messages import BusBatch
 from tui.ui.mirror.keys import Typed
 from tui.ui.mirror.pane import PaneMirror
+from tui.ui.tools.block import ToolCallState
 from tui.wiring import build_session
 
 pytestmark = pytest.mark.timeout(60)
@@ -43,12 +45,21 @@ pytestmark = pytest.mark.timeout(60)
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def shell_step(command: str, call_id: str = "call_1", text: str = "", **extra: Any) -> dict:
+def shell_step(
+    command: str, call_id: str = "call_1", text: str = "", **extra: Any
+) -> dict[str, Any]:
     arguments = json.dumps(with_metadata("run_shell", {"command": command, **extra}))
     return {
         "text": text,
         "tool_calls": [{"id": call_id, "name": "run_shell", "arguments": arguments}],
     }
+
+
+def inner(app: AgentApp) -> AgentSession:
+    """The app's session as the object it is, for a test that looks at its parts."""
+    session = app.session
+    assert isinstance(session, AgentSession)
+    return session
 
 
 def make_session(
@@ -67,12 +78,11 @@ def make_session(
     return build_session(workspace, loaded, backend=backend)
 
 
-async def until(pilot: Pilot, predicate: Callable[[], object], what: str, timeout: float = 8.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.02)
+async def until(
+    pilot: Pilot[Any], predicate: Callable[[], object], what: str, timeout: float = 8.0
+) -> None:
+    """``tests.waiting.until`` with the pilot's pause between looks, so the app redraws."""
+    await waiting.until(predicate, what, timeout=timeout, nap=pilot.pause)
 
 
 def bus_events(messages: list[Message]) -> list[Event]:
@@ -91,13 +101,13 @@ def tool_message(server: ScriptedServer, request: int, call_id: str) -> str:
     raise AssertionError(f"no tool result for {call_id} in request {request}")
 
 
-async def send(pilot: Pilot, app: AgentApp, text: str) -> None:
+async def send(pilot: Pilot[int], app: AgentApp, text: str) -> None:
     app.prompt.focus()
     app.prompt.insert(text)
     await pilot.press("enter")
 
 
-async def approval_ready(pilot: Pilot, app: AgentApp, timeout: float = 8.0) -> ApprovalScreen:
+async def approval_ready(pilot: Pilot[int], app: AgentApp, timeout: float = 8.0) -> ApprovalScreen:
     """The approval modal, once it takes answers (it opens closed: see ``tui.ui.approval.gate``)."""
     await until(pilot, lambda: app.approvals.open is not None, "the approval modal", timeout)
     await until(
@@ -111,9 +121,11 @@ async def approval_ready(pilot: Pilot, app: AgentApp, timeout: float = 8.0) -> A
     return screen
 
 
-async def turn_done(pilot: Pilot, app: AgentApp, requests: int, server: ScriptedServer) -> None:
+async def turn_done(
+    pilot: Pilot[int], app: AgentApp, requests: int, server: ScriptedServer
+) -> None:
     await until(pilot, lambda: len(server.requests) >= requests, f"{requests} requests")
-    await until(pilot, lambda: not app.session._loop.running, "the turn to end")  # type: ignore[union-attr]
+    await until(pilot, lambda: not inner(app)._loop.running, "the turn to end")  # type: ignore[union-attr]
     # The loop is done; its last events may still be a frame away from the panels.
     await until(pilot, lambda: app.tools.running == 0, "the tool blocks to finish")
     await pilot.pause(0.05)
@@ -132,7 +144,9 @@ def app_for(session: AgentSession) -> AgentApp:
 # -- a prompt, a tool call, its approval ----------------------------------------------------
 
 
-async def test_prompt_tool_call_allow_once_streams_output(workspace: Path, server) -> None:
+async def test_prompt_tool_call_allow_once_streams_output(
+    workspace: Path, server: ScriptedServer
+) -> None:
     command = "echo one; sleep 0.5; echo two | tee out.txt"
     server.add(shell_step(command, why="write the file", risk="low"), {"text": "Done."})
     messages: list[Message] = []
@@ -146,7 +160,12 @@ async def test_prompt_tool_call_allow_once_streams_output(workspace: Path, serve
         assert [s.risk for s in screen.request.segments] == ["low", "low", "low", "medium"]
         assert screen.request.why == "write the file" and screen.request.claimed_risk == "low"
         await pilot.press("y")
-        state = lambda: app.tools.state("call_1")  # noqa: E731
+
+        def state() -> ToolCallState:
+            found = app.tools.state("call_1")
+            assert found is not None
+            return found
+
         # Live output: the first line shows while the command still runs.
         await until(pilot, lambda: "one" in state().output_text(), "streamed output")
         assert state().status == "running" and "two" not in state().output_text()
@@ -161,7 +180,9 @@ async def test_prompt_tool_call_allow_once_streams_output(workspace: Path, serve
     assert (workspace / "out.txt").read_text() == "two\n"
 
 
-async def test_allow_always_exact_grants_each_segment(workspace: Path, server) -> None:
+async def test_allow_always_exact_grants_each_segment(
+    workspace: Path, server: ScriptedServer
+) -> None:
     server.add(
         shell_step("touch a.txt && touch b.txt"),
         shell_step("touch b.txt", call_id="call_2"),
@@ -174,15 +195,15 @@ async def test_allow_always_exact_grants_each_segment(workspace: Path, server) -
         await pilot.press("a")
         await pilot.press("enter")  # the form opens on its OK button: exact, this session
         await turn_done(pilot, app, 3, server)
-        rules = [str(g.rule) for g in app.session._policy.grants.list()]
+        rules = [str(g.rule) for g in inner(app)._policy.grants.list()]
         assert rules == ["run_shell(touch a.txt)", "run_shell(touch b.txt)"]
-        assert all(g.scope == "session" for g in app.session._policy.grants.list())
+        assert all(g.scope == "session" for g in inner(app)._policy.grants.list())
         # The second call is covered by a segment grant: it ran without asking.
         assert app.tools.state("call_2").status == "ok"  # type: ignore[union-attr]
         assert app.tools.state("call_2").decision is None  # type: ignore[union-attr]
 
 
-async def test_allow_always_edited_prefix_pattern(workspace: Path, server) -> None:
+async def test_allow_always_edited_prefix_pattern(workspace: Path, server: ScriptedServer) -> None:
     server.add(
         shell_step("touch notes.txt"),
         shell_step("touch other.txt", call_id="call_2"),
@@ -200,15 +221,15 @@ async def test_allow_always_edited_prefix_pattern(workspace: Path, server) -> No
         pattern.focus()
         await pilot.press("enter")
         await turn_done(pilot, app, 3, server)
-        grants = app.session._policy.grants.list()
+        grants = inner(app)._policy.grants.list()
         assert [(str(g.rule), g.scope) for g in grants] == [("run_shell(touch:*)", "saved")]
-        saved = app.session._loaded.user_config_path.read_text()
+        saved = inner(app)._loaded.user_config_path.read_text()
         assert "run_shell(touch:*)" in saved and str(workspace) in saved
         assert app.tools.state("call_2").status == "ok"  # type: ignore[union-attr]
         assert (workspace / "other.txt").exists()
 
 
-async def test_deny(workspace: Path, server) -> None:
+async def test_deny(workspace: Path, server: ScriptedServer) -> None:
     server.add(shell_step("rm -rf build"), {"text": "OK, I will not."})
     app = app_for(make_session(workspace, server, mode="ask"))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -220,7 +241,7 @@ async def test_deny(workspace: Path, server) -> None:
     assert "Command execution denied by user." in tool_message(server, 1, "call_1")
 
 
-async def test_deny_with_message_reaches_the_model(workspace: Path, server) -> None:
+async def test_deny_with_message_reaches_the_model(workspace: Path, server: ScriptedServer) -> None:
     server.add(shell_step("touch deploy.lock"), {"text": "Understood."})
     app = app_for(make_session(workspace, server))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -240,7 +261,7 @@ async def test_deny_with_message_reaches_the_model(workspace: Path, server) -> N
 # -- cancel and steer ------------------------------------------------------------------------
 
 
-async def test_escape_cancels_a_running_tool(workspace: Path, server) -> None:
+async def test_escape_cancels_a_running_tool(workspace: Path, server: ScriptedServer) -> None:
     server.add(shell_step("sleep 30"), {"text": "never asked"})
     messages: list[Message] = []
     app = app_for(make_session(workspace, server))
@@ -251,7 +272,7 @@ async def test_escape_cancels_a_running_tool(workspace: Path, server) -> None:
         )
         started = time.monotonic()
         await pilot.press("escape")
-        await until(pilot, lambda: not app.session._loop.running, "the cancel")  # type: ignore[union-attr]
+        await until(pilot, lambda: not inner(app)._loop.running, "the cancel")  # type: ignore[union-attr]
         assert time.monotonic() - started < 5
         await pilot.pause(0.1)
         assert app.tools.state("call_1").status == "cancelled"  # type: ignore[union-attr]
@@ -260,7 +281,9 @@ async def test_escape_cancels_a_running_tool(workspace: Path, server) -> None:
     assert len(server.requests) == 1  # nothing was sent after the cancel
 
 
-async def test_typing_while_a_tool_runs_steers_the_next_request(workspace: Path, server) -> None:
+async def test_typing_while_a_tool_runs_steers_the_next_request(
+    workspace: Path, server: ScriptedServer
+) -> None:
     server.add(shell_step("sleep 1"), {"text": "Checked the logs too."})
     app = app_for(make_session(workspace, server))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -270,7 +293,8 @@ async def test_typing_while_a_tool_runs_steers_the_next_request(workspace: Path,
         )
         await send(pilot, app, "also check the logs")
         await turn_done(pilot, app, 2, server)
-        assert app.tools.state("call_1").status == "ok"  # the started call was not thrown away  # type: ignore[union-attr]
+        # The started call was not thrown away.
+        assert app.tools.state("call_1").status == "ok"  # type: ignore[union-attr]
         bubbles = [str(w.render()) for w in app.chat.query("UserBubble.-steering")]
         assert any("also check the logs" in b for b in bubbles)
     second = server.requests[1].body["messages"]
@@ -348,7 +372,8 @@ async def test_take_over_the_pane_and_give_it_back(workspace: Path) -> None:
             Typed("key", "Tab"),
             Typed("key", "Up"),
         ]
-        assert app.session._loop is None or not app.session._loop.running  # esc went to tmux
+        loop = inner(app)._loop
+        assert loop is None or not loop.running  # esc went to tmux
         await pilot.press("ctrl+right_square_bracket")
         assert not app.panes.holding and app.prompt.has_focus
         sent = len(backend.sent)
@@ -485,7 +510,9 @@ async def test_grants_screen_revokes(workspace: Path) -> None:
         assert "revoked 1 grant" in notes
 
 
-async def test_approve_window_answers_requests_itself(workspace: Path, server) -> None:
+async def test_approve_window_answers_requests_itself(
+    workspace: Path, server: ScriptedServer
+) -> None:
     server.add(shell_step("touch auto.txt"), {"text": "Done."})
     messages: list[Message] = []
     app = app_for(make_session(workspace, server))
@@ -502,8 +529,8 @@ async def test_approve_window_answers_requests_itself(workspace: Path, server) -
         await send(pilot, app, "/approve off")
         assert not app.approvals.auto_approve.active and "auto-approve" not in app.status.plain
     assert not [m for m in messages if isinstance(m, ApprovalScreen)]
-    resolved = [e for e in bus_events(messages) if e.kind == "approval_resolved"]  # type: ignore[attr-defined]
-    assert [e.decision for e in resolved] == ["allow_once"]  # type: ignore[attr-defined]
+    resolved = [e for e in bus_events(messages) if e.kind == "approval_resolved"]
+    assert [e.decision for e in resolved] == ["allow_once"]
 
 
 async def test_no_provider_still_opens_and_runs_bang_commands(
@@ -561,7 +588,7 @@ async def test_pager_shows_the_whole_output_of_a_flood(workspace: Path) -> None:
 # -- slash commands, sessions, start-up ------------------------------------------------------
 
 
-async def test_mode_model_clear_and_resume(workspace: Path, server) -> None:
+async def test_mode_model_clear_and_resume(workspace: Path, server: ScriptedServer) -> None:
     server.add({"text": "first answer"})
     session = make_session(workspace, server)
 
@@ -674,7 +701,9 @@ async def test_chat_and_tool_panel_are_pruned_with_hysteresis(workspace: Path) -
         assert f"c{tools_panel.PRUNE_ABOVE}" in app.tools.blocks  # the newest stay
 
 
-async def test_task_list_and_agent_messages_show_without_asking(workspace: Path, server) -> None:
+async def test_task_list_and_agent_messages_show_without_asking(
+    workspace: Path, server: ScriptedServer
+) -> None:
     from tui.ui.chat.panel import AgentNote
 
     todos = [
@@ -709,7 +738,7 @@ async def test_task_list_and_agent_messages_show_without_asking(workspace: Path,
 
 
 async def test_adapters_start_in_the_background_and_slash_commands_list_them(
-    workspace: Path, server
+    workspace: Path, server: ScriptedServer
 ) -> None:
     from tests.petstore_server import PetstoreServer
     from tui.ui.chat.panel import NoticeLine
@@ -732,7 +761,7 @@ async def test_adapters_start_in_the_background_and_slash_commands_list_them(
     app = app_for(build_session(workspace, loaded))
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await until(pilot, lambda: "pets__listPets" in app.session._registry, "the API tools")
+            await until(pilot, lambda: "pets__listPets" in inner(app)._registry, "the API tools")
 
             def chat_text() -> str:
                 # Markdown entries keep their source; the others render to plain text.
@@ -759,7 +788,7 @@ async def test_adapters_start_in_the_background_and_slash_commands_list_them(
         petstore.stop()
 
 
-async def test_approving_code_shows_it_as_lines(workspace: Path, server) -> None:
+async def test_approving_code_shows_it_as_lines(workspace: Path, server: ScriptedServer) -> None:
     from textual.widgets import Static
 
     code = "import os\nfor name in sorted(os.listdir('.')):\n    print(name)"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from tests.test_headless_cli import AGENT_TUI, Cli, ServerProcess, cli, model_server
 from tests.tmux_helpers import clean_env, kill_server, new_socket_name
+from tests.waiting import until_blocking
 
 __all__ = ["cli", "model_server"]  # fixtures used here by name
 
@@ -47,12 +47,8 @@ def tmux(socket_name: str, *args: str) -> str:
     return done.stdout if done.returncode == 0 else ""
 
 
-def wait(what: str, probe: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not probe():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+APP_WAIT = 30.0
+"""Seconds for the app, run in a real terminal, to start and to answer."""
 
 
 def test_ctrl_y_reaches_a_tmux_buffer_through_osc52(
@@ -80,12 +76,17 @@ def test_ctrl_y_reaches_a_tmux_buffer_through_osc52(
     )
     # tmux takes an application's OSC 52 as a buffer only with this on (default: external).
     tmux(socket_name, "set", "-g", "set-clipboard", "on")
-    pane = lambda: tmux(socket_name, "capture-pane", "-p")  # noqa: E731
-    wait("the app", lambda: "scripted-model" in pane())
+
+    def pane() -> str:
+        return tmux(socket_name, "capture-pane", "-p")
+
+    until_blocking(lambda: "scripted-model" in pane(), "the app", APP_WAIT, every=0.05)
     tmux(socket_name, "send-keys", "-l", "say it")
     tmux(socket_name, "send-keys", "Enter")
-    wait("the answer", lambda: "copied through tmux" in pane())
+    until_blocking(lambda: "copied through tmux" in pane(), "the answer", APP_WAIT, every=0.05)
     before = tmux(socket_name, "list-buffers")
     tmux(socket_name, "send-keys", "C-y")
-    wait("a new buffer", lambda: tmux(socket_name, "list-buffers") != before)
+    until_blocking(
+        lambda: tmux(socket_name, "list-buffers") != before, "a new buffer", APP_WAIT, every=0.05
+    )
     assert tmux(socket_name, "show-buffer") == ANSWER

@@ -43,7 +43,7 @@ def labels(app: AgentApp) -> list[str]:
     return [choice.label for choice in app.prompt.popup.choices]
 
 
-async def typed(pilot: Pilot, app: AgentApp, text: str) -> None:
+async def typed(pilot: Pilot[int], app: AgentApp, text: str) -> None:
     app.prompt.focus()
     await pilot.press(*text)
 

@@ -108,7 +108,7 @@ def test_notice_text_cannot_end_its_sequence_or_start_another() -> None:
 # -- copy keys and selections ----------------------------------------------------------------
 
 
-async def test_ctrl_y_copies_the_last_answer(workspace: Path, server) -> None:
+async def test_ctrl_y_copies_the_last_answer(workspace: Path, server: ScriptedServer) -> None:
     server.add({"text": "The answer is **42**.\nSecond line."})
     app = AgentApp(make_session(workspace, server), cursor_blink=False)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -123,7 +123,7 @@ async def test_ctrl_y_copies_the_last_answer(workspace: Path, server) -> None:
         assert app.prompt.text == ""  # the key did not reach the prompt
 
 
-async def _bang(pilot: Pilot, app: AgentApp, command: str) -> Any:
+async def _bang(pilot: Pilot[int], app: AgentApp, command: str) -> Any:
     await send(pilot, app, f"!{command}")
     await until(pilot, lambda: app.tools.blocks or app.approvals.open, "a block or a modal")
     if app.approvals.open is not None:
@@ -184,7 +184,7 @@ async def test_too_large_to_copy_is_refused_and_said(workspace: Path) -> None:
 
 
 async def test_a_selection_in_the_chat_is_copied_and_ctrl_c_copies_it_again(
-    workspace: Path, server
+    workspace: Path, server: ScriptedServer
 ) -> None:
     server.add({"text": "Selectable answer."})
     app = AgentApp(make_session(workspace, server), cursor_blink=False)
@@ -244,12 +244,12 @@ async def test_a_mouse_drag_in_the_pager_copies_source_text_without_the_gutter(
 # -- notifications ---------------------------------------------------------------------------
 
 
-async def _blur(pilot: Pilot, app: AgentApp) -> None:
+async def _blur(pilot: Pilot[int], app: AgentApp) -> None:
     app.post_message(events.AppBlur())
     await until(pilot, lambda: not app.app_focus, "the app to lose focus")
 
 
-async def _submit_away(pilot: Pilot, app: AgentApp, text: str) -> None:
+async def _submit_away(pilot: Pilot[int], app: AgentApp, text: str) -> None:
     """A prompt sent without a key: a key press tells Textual the person is back."""
     app.post_message(PromptSubmitted(text))
     await pilot.pause()
@@ -280,7 +280,7 @@ def notices(sent: str) -> str:
     ids=["away-osc9", "away-osc777-no-bell", "focused", "disabled"],
 )
 async def test_a_waiting_approval_notifies_only_while_away(
-    workspace: Path, server, notify: dict[str, Any], blurred: bool, expected: str
+    workspace: Path, server: ScriptedServer, notify: dict[str, Any], blurred: bool, expected: str
 ) -> None:
     server.add(shell_step("touch x"), {"text": "ok"})
     app = AgentApp(make_session(workspace, server, notify=notify), cursor_blink=False)
@@ -294,7 +294,7 @@ async def test_a_waiting_approval_notifies_only_while_away(
 
 
 async def test_a_long_turn_notifies_when_it_ends_away_and_a_short_one_does_not(
-    workspace: Path, server
+    workspace: Path, server: ScriptedServer
 ) -> None:
     now = [100.0]
     server.add(

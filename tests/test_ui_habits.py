@@ -12,7 +12,7 @@ from textual.widgets import DataTable
 
 from tests.scripted_server import ScriptedServer
 from tests.test_ctrl_c import FakeClock, hints
-from tests.test_ui_app import make_session, send, until
+from tests.test_ui_app import inner, make_session, send, until
 from tui.cli import make_app
 from tui.cli_args import parse_args
 from tui.config import load_settings
@@ -48,7 +48,7 @@ async def test_exit_and_quit_end_the_app(workspace: Path, command: str) -> None:
     app = AgentApp(make_session(workspace, None), cursor_blink=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await send(pilot, app, command)
-        await until(pilot, lambda: app._exit, "the app to quit")  # type: ignore[attr-defined]
+        await until(pilot, lambda: app._exit, "the app to quit")
     assert app.return_code == 0
 
 
@@ -63,7 +63,7 @@ async def test_ctrl_d_quits_on_an_empty_prompt_and_deletes_otherwise(workspace: 
         assert app.is_running and app.prompt.text == "ac"  # the prompt's own delete-right
         app.prompt.clear()
         await pilot.press("ctrl+d")
-        await until(pilot, lambda: app._exit, "the app to quit")  # type: ignore[attr-defined]
+        await until(pilot, lambda: app._exit, "the app to quit")
     assert app.return_code == 0
 
 
@@ -83,7 +83,7 @@ async def test_ctrl_c_with_a_draft_clears_it_and_only_then_arms_quit(workspace: 
         assert app.is_running and QUIT_HINT in hints(app)
         clock.now += 0.5
         await pilot.press("ctrl+c")
-        await until(pilot, lambda: app._exit, "the app to quit")  # type: ignore[attr-defined]
+        await until(pilot, lambda: app._exit, "the app to quit")
 
 
 # -- Shift+Tab ------------------------------------------------------------------------------
@@ -271,7 +271,11 @@ async def test_custom_commands_and_skills_run_as_slash_commands(commands: Path) 
             for index, (typed, expected) in enumerate(sent):
                 await send(pilot, app, typed)
                 await until(pilot, lambda i=index: len(server.requests) > i, typed)  # type: ignore[misc]
-                await until(pilot, lambda: not app.session._loop.running, "the turn's end")
+                await until(
+                    pilot,
+                    lambda: not (inner(app)._loop is None or inner(app)._loop.running),  # type: ignore[union-attr]
+                    "the turn's end",
+                )
                 assert expected in user_text(server, index), (typed, user_text(server, index))
             assert "ARGUMENTS: staging" in user_text(server, 2)
             await send(pilot, app, "/help")

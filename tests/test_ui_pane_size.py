@@ -8,6 +8,7 @@ key gives the pane the whole terminal and gives it back.
 from __future__ import annotations
 
 import shutil
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -105,5 +106,5 @@ async def test_the_answers_and_the_pattern_stay_on_screen(size: tuple[int, int])
         await until(pilot, lambda: on_screen("#approval-keys"), "the answer keys on screen")
         await pilot.press("a")
         for part in ("#always-pattern", "#always-ok", "#always-back", "#kind-pattern"):
-            await until(pilot, lambda part=part: on_screen(part), f"{part} on screen")
+            await until(pilot, partial(on_screen, part), f"{part} on screen")
         assert app.screen.query_one("#always-pattern").region.width >= 20

@@ -7,14 +7,14 @@ import importlib
 import pkgutil
 import subprocess
 import sys
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pytest
 from textual import events
 
 import tui.ui
 from tui.bus import EventBus
-from tui.events import AssistantTextDelta, ToolCallStarted, ToolOutputChunk
+from tui.events import AssistantTextDelta, Event, ToolCallStarted, ToolOutputChunk
 from tui.locations import styles_dir
 from tui.session_pane import coalesce
 from tui.ui.adapter import BusAdapter
@@ -71,7 +71,7 @@ def test_output_buffer_carriage_returns_keep_the_last_redraw() -> None:
 async def test_adapter_turns_a_flood_into_a_few_batches() -> None:
     bus = EventBus()
     subscription = bus.subscribe("ui")
-    batches: list[list[object]] = []
+    batches: list[list[Event]] = []
     adapter = BusAdapter(subscription, lambda events, dropped: batches.append(events))
     task = asyncio.ensure_future(adapter.run())
     bus.publish(ToolCallStarted(tool_call_id="c", tool_name="run_shell"))
@@ -192,7 +192,8 @@ def test_every_css_path_exists_under_styles() -> None:
         for value in vars(module).values():
             if isinstance(value, type) and issubclass(value, (App, Screen)):
                 paths = value.CSS_PATH
-                for path in [paths] if isinstance(paths, (str, Path)) else list(paths or []):
+                listed = [paths] if isinstance(paths, (str, PurePath)) else list(paths or [])
+                for path in listed:
                     declared.append((f"{name}.{value.__name__}", str(path)))
     assert len(declared) >= 10
     root = styles_dir().resolve()

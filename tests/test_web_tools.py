@@ -10,7 +10,7 @@ import urllib.parse
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -61,11 +61,11 @@ class Handler(BaseHTTPRequestHandler):
             self._send(302, b"", "text/plain", Location=target)
         elif path.startswith("/away/"):
             # To the same server under another host name: localhost instead of 127.0.0.1.
-            port = self.server.server_address[1]
+            port = cast(tuple[str, int], self.server.server_address)[1]
             self._send(302, b"", "text/plain", Location=f"http://localhost:{port}/text")
         elif path.startswith("/to/"):
             # To another address of this machine, spelled as the path says.
-            port = self.server.server_address[1]
+            port = cast(tuple[str, int], self.server.server_address)[1]
             host = path.removeprefix("/to/")
             self._send(302, b"", "text/plain", Location=f"http://{host}:{port}/text")
         elif path == "/loop":

@@ -13,9 +13,9 @@ if TYPE_CHECKING:
 
 
 def completion_scene(
-    make_app: Callable[[], AgentApp], settle: Callable[[Pilot], Awaitable[None]]
-) -> tuple[Callable[[], AgentApp], Callable[[Pilot], Awaitable[None]]]:
-    async def play(pilot: Pilot) -> None:
+    make_app: Callable[[], AgentApp], settle: Callable[[Pilot[int]], Awaitable[None]]
+) -> tuple[Callable[[], AgentApp], Callable[[Pilot[int]], Awaitable[None]]]:
+    async def play(pilot: Pilot[int]) -> None:
         app: AgentApp = pilot.app  # type: ignore[assignment]
         app.prompt.focus()
         await pilot.press("/", "m")

@@ -61,6 +61,13 @@ SIZE = (120, 40)
 ESC = "\x1b"
 
 
+def inner(app: AgentApp) -> AgentSession:
+    """The app's session as the object it is, for a scene that sets up its parts."""
+    session = app.session
+    assert isinstance(session, AgentSession)
+    return session
+
+
 def workspace() -> Path:
     path = Path(tempfile.gettempdir()) / "agent-tui-demo" / "webapp"
     path.mkdir(parents=True, exist_ok=True)
@@ -118,7 +125,7 @@ def make_app(*, provider: bool = True, backend: Any = None) -> AgentApp:
     )
 
 
-async def open_gate(pilot: Pilot) -> None:
+async def open_gate(pilot: Pilot[int]) -> None:
     """Let the approval modal's wait for answers pass (a second on the scene's clock)."""
     from tui.ui.approval.modal import ApprovalScreen
 
@@ -525,14 +532,14 @@ def approval_event() -> ApprovalRequested:
 # -- playing a scene -------------------------------------------------------------------------
 
 
-async def publish(pilot: Pilot, app: AgentApp, events: list[Event]) -> None:
+async def publish(pilot: Pilot[int], app: AgentApp, events: list[Event]) -> None:
     """Publish on the real bus and wait until the UI has applied every event."""
     await app.session_ready.wait()
     adapter = app.link.adapter
     assert adapter is not None
     target = adapter.events + len(events)
     for event in events:
-        app.session._bus.publish(event)
+        inner(app)._bus.publish(event)
     for _ in range(400):
         if adapter.events >= target and adapter._consumed.is_set():
             break
@@ -542,13 +549,13 @@ async def publish(pilot: Pilot, app: AgentApp, events: list[Event]) -> None:
     await pilot.pause()
 
 
-async def settle(pilot: Pilot) -> None:
+async def settle(pilot: Pilot[int]) -> None:
     await pilot.pause(0.1)
     await pilot.wait_for_scheduled_animations()
     await pilot.pause()
 
 
-Scene = tuple[Callable[[], AgentApp], Callable[[Pilot], Awaitable[None]]]
+Scene = tuple[Callable[[], AgentApp], Callable[[Pilot[int]], Awaitable[None]]]
 
 
 def scene(name: str) -> Scene:
@@ -558,7 +565,7 @@ def scene(name: str) -> Scene:
         def make() -> AgentApp:
             return make_app()
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             await settle(pilot)
 
         return make, play
@@ -568,7 +575,7 @@ def scene(name: str) -> Scene:
         def make() -> AgentApp:
             return make_app()
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             app: AgentApp = pilot.app  # type: ignore[assignment]
             half = DIAGNOSIS[: len(DIAGNOSIS) * 2 // 3]
             await publish(
@@ -590,7 +597,7 @@ def scene(name: str) -> Scene:
         def make() -> AgentApp:
             return make_app(backend=DemoTmux())
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             app: AgentApp = pilot.app  # type: ignore[assignment]
             events: list[Event] = [
                 UserMessage(text="Rebuild the frontend for staging.", ts=at(6)),
@@ -624,7 +631,7 @@ def scene(name: str) -> Scene:
         def make() -> AgentApp:
             return make_app(backend=DemoTmux())
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             app: AgentApp = pilot.app  # type: ignore[assignment]
             await publish(pilot, app, [*working_events(), snapshot_event()])
             if name in ("approval", "always"):
@@ -645,7 +652,7 @@ def scene(name: str) -> Scene:
         def make() -> AgentApp:
             return make_app(backend=DemoTmux())
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             app: AgentApp = pilot.app  # type: ignore[assignment]
             failure = "ERROR  db connection refused: DATABASE_URL is empty"
             log = "".join(
@@ -694,7 +701,7 @@ def scene(name: str) -> Scene:
 
         def make() -> AgentApp:
             app = make_app()
-            grants = app.session._policy.grants
+            grants = inner(app)._policy.grants
             for rule, scope in (
                 ("run_shell(git status)", "session"),
                 ("run_shell(npm run build:*)", "session"),
@@ -709,7 +716,7 @@ def scene(name: str) -> Scene:
             )
             return app
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             await pilot.press("ctrl+g")
             await settle(pilot)
 
@@ -720,7 +727,7 @@ def scene(name: str) -> Scene:
         def make() -> AgentApp:
             return make_app()
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             app: AgentApp = pilot.app  # type: ignore[assignment]
             await publish(pilot, app, adapters_events())
             await settle(pilot)
@@ -732,7 +739,7 @@ def scene(name: str) -> Scene:
         def make() -> AgentApp:
             return make_app()
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             from tui.ui.trust.screen import TrustScreen
 
             app: AgentApp = pilot.app  # type: ignore[assignment]
@@ -746,7 +753,7 @@ def scene(name: str) -> Scene:
         def make() -> AgentApp:
             return make_app()
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             app: AgentApp = pilot.app  # type: ignore[assignment]
             made = diff_scenes.approval if name == "diff_approval" else diff_scenes.result
             await publish(pilot, app, made(at))
@@ -762,7 +769,7 @@ def scene(name: str) -> Scene:
         def make() -> AgentApp:
             return make_app(provider=False)
 
-        async def play(pilot: Pilot) -> None:
+        async def play(pilot: Pilot[int]) -> None:
             await settle(pilot)
 
         return make, play
@@ -778,7 +785,15 @@ def scene(name: str) -> Scene:
     raise KeyError(name)
 
 
-SCENES = ("idle", "streaming", "running_tool", "working", "approval", "always", "mirror")
+SCENES: tuple[str, ...] = (
+    "idle",
+    "streaming",
+    "running_tool",
+    "working",
+    "approval",
+    "always",
+    "mirror",
+)
 SCENES += ("takeover",)
 SCENES += ("grants", "no_provider", "pager", "pager_search", "adapters", "trust")
 SCENES += ("completion",)
@@ -817,7 +832,7 @@ def cloned_repo_trust() -> Any:
     return load_settings(repo, env={}, trust=False).trust
 
 
-async def _play_live(app: AgentApp, play: Callable[[Pilot], Awaitable[None]]) -> None:
+async def _play_live(app: AgentApp, play: Callable[[Pilot[int]], Awaitable[None]]) -> None:
     await play(Pilot(app))
 
 

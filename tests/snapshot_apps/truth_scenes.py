@@ -159,11 +159,11 @@ def hostile(at: Callable[[float], int]) -> list[Event]:
 def truth_scene(
     name: str,
     make_app: Callable[[], Any],
-    publish: Callable[[Pilot, Any, list[Event]], Awaitable[None]],
-    open_gate: Callable[[Pilot], Awaitable[None]],
-    settle: Callable[[Pilot], Awaitable[None]],
+    publish: Callable[[Pilot[int], Any, list[Event]], Awaitable[None]],
+    open_gate: Callable[[Pilot[int]], Awaitable[None]],
+    settle: Callable[[Pilot[int]], Awaitable[None]],
     at: Callable[[float], int],
-) -> tuple[Callable[[], Any], Callable[[Pilot], Awaitable[None]]]:
+) -> tuple[Callable[[], Any], Callable[[Pilot[int]], Awaitable[None]]]:
     """``(make_app, run_before)`` for one of ``TRUTH_SCENES``."""
     made: Callable[[Callable[[float], int]], list[Event]] = {
         "edit_last_line": edit_last_line,
@@ -174,7 +174,7 @@ def truth_scene(
         "hostile": hostile,
     }[name]
 
-    async def play(pilot: Pilot) -> None:
+    async def play(pilot: Pilot[int]) -> None:
         await publish(pilot, pilot.app, made(at))
         if name != "waiting":
             await open_gate(pilot)

@@ -24,6 +24,7 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.css.query import NoMatches
 from textual.markup import escape
 from textual.reactive import var
 from textual.screen import ModalScreen
@@ -184,15 +185,20 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         A vertical layout does not shrink an ``auto`` child, so without this a long command
         would push the box past the screen and clip its footer (the answer keys).
         """
-        parts = [*self.query("#approval-header"), *self.query("#approval-footer")]
-        if not self.is_attached or len(parts) < 2:
-            return  # answered: a refresh queued before can land while its parts are removed
+        if not self.is_attached:
+            return
+        try:
+            self._fit_body()
+        except NoMatches:
+            pass  # answered while a refresh was queued: its parts are already gone
+
+    def _fit_body(self) -> None:
         box = self.query_one("#approval-box")
         short = self.size.height < 30
         self.set_class(short, "-short")
         limit = self.size.height if short else int(self.size.height * 0.94)
         used = box.styles.gutter.height
-        for part in parts:
+        for part in (self.query_one("#approval-header"), self.query_one("#approval-footer")):
             margin = part.styles.margin
             used += part.outer_size.height + margin.top + margin.bottom
         if self.form == "always":
