@@ -145,13 +145,7 @@ class Ours:
         self.session = build_session(
             target.workspace,
             loaded,
-            backend=target.backend,
-            local_paths=False,
-            target_home=target.home,
-            sandbox=target.sandbox,
-            commands=target.commands,
-            unsandboxed=target.unsandboxed,
-            fleet=target.fleet,
+            target=target,
         )
 
     async def fanout(self) -> float:
@@ -159,10 +153,10 @@ class Ours:
 
         session = self.session
         self.calls += 1
-        ctx = ToolContext(f"bench-{self.calls}", "run_shell", session.backend, session.policy)
+        ctx = ToolContext(f"bench-{self.calls}", "run_shell", session._backend, session._policy)
         arguments = json.dumps({"command": COMMAND, "hosts": "all"})
         started = time.perf_counter()
-        result = await session.registry.execute("run_shell", arguments, ctx)
+        result = await session._registry.execute("run_shell", arguments, ctx)
         took = time.perf_counter() - started
         ran = result.details.get("hosts", {})
         ok = sum(1 for host in ran.values() if host["status"] == "ok")

@@ -103,13 +103,13 @@ async def run(api: str, steps: int, result_bytes: int, window: int, root: Path) 
             if isinstance(event, Compacted):
                 compactions.append(event)
 
-        session.bus.add_listener(listen)
+        session._bus.add_listener(listen)
         started = time.perf_counter()
         try:
             outcome = await session.submit(f"run the {steps} steps")
         finally:
             wall = time.perf_counter() - started
-            transcript = session.transcript.path
+            transcript = session._transcript.path
             await session.aclose()
         if outcome.reason != "completed":
             raise SystemExit(f"{api}: the session ended with {outcome.reason}: {outcome.error}")

@@ -208,8 +208,8 @@ async def typing_under_flood(
             "flood_seconds": flood_seconds,
             "lines_seen": lines,
             "megabytes": megabytes,
-            "adapter_batches": app._adapter.batches if app._adapter else 0,
-            "adapter_events": app._adapter.events if app._adapter else 0,
+            "adapter_batches": app.link.adapter.batches if app.link.adapter else 0,
+            "adapter_events": app.link.adapter.events if app.link.adapter else 0,
             "frames": len(clock.frames),
             "dropped_chunks": app.status.info.dropped,
         }

@@ -86,3 +86,16 @@ def test_skill_finds_the_workspace_skill(cli: Cli) -> None:
     assert done.returncode == 0, done.stderr
     assert "Tag, then run make dist." in done.stdout
     assert str(folder) in done.stdout
+
+
+def test_a_call_by_hand_saves_no_session(cli: Cli) -> None:
+    """``agent-tui tool`` opens a session as the app and ``-p`` do, but one that keeps no
+    record: ``-c`` must never resume a tool run, and its scratch folder goes with it."""
+    scratch = cli.workspace.parent / "tmp"
+    scratch.mkdir()
+    cli.env["TMPDIR"] = str(scratch)
+    done = cli.run("tool", "cron_list")
+    assert done.returncode == 0, done.stderr
+    listing = cli.run("sessions")
+    assert listing.returncode == 0 and "no saved sessions" in listing.stdout, listing.stdout
+    assert not list(scratch.glob("agent-tui-tool-*"))

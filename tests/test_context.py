@@ -94,8 +94,8 @@ async def _opened(
         return
     async with named_session(RESPONSES, server, workspace) as (session, rec):
         yield session, rec
-        assert session.loop is not None
-        check_messages(session.loop.messages)
+        assert session._loop is not None
+        check_messages(session._loop.messages)
 
 
 @contextlib.asynccontextmanager
@@ -104,8 +104,8 @@ async def session_for(
 ) -> AsyncIterator[tuple[AgentSession, Recorder]]:
     async with _opened(api, server, workspace) as (session, rec):
         if provider.get("context_window"):
-            assert session.loop is not None
-            session.loop.context.meter.override = provider["context_window"]
+            assert session._loop is not None
+            session._loop.context.meter.override = provider["context_window"]
         yield session, rec
 
 
@@ -175,10 +175,10 @@ async def test_a_full_window_is_compacted_and_the_request_retried_once(
     with windowed(window, style) as server:
         server.add(*(step(n) for n in range(1, 9)), answer("all eight done"))
         async with session_for(api, server, workspace) as (session, rec):
-            assert session.loop is not None
-            assert session.loop.context.meter.window == table_window("scripted-model")
+            assert session._loop is not None
+            assert session._loop.context.meter.window == table_window("scripted-model")
             outcome = await asyncio.wait_for(session.submit("run the eight steps"), 60)
-            learned = session.loop.context.meter.learned
+            learned = session._loop.context.meter.learned
 
     assert outcome.reason == "completed", outcome.error
     assert outcome.final_text == "all eight done"
@@ -211,7 +211,7 @@ async def test_three_hundred_steps_compact_many_times_and_each_runs_once(
         server.add(*(step(n) for n in range(1, 301)), answer("finished"))
         async with session_for(api, server, workspace, context_window=window) as (session, rec):
             outcome = await asyncio.wait_for(session.submit("run all 300 steps"), 240)
-            transcript = session.transcript.path
+            transcript = session._transcript.path
 
     assert outcome.reason == "completed", outcome.error
     assert outcome.turns == 301
@@ -258,9 +258,9 @@ async def test_resuming_a_compacted_session_sends_the_compacted_form(
         server.add(*(step(n) for n in range(1, 6)), answer("five done"))
         async with session_for(api, server, workspace) as (session, rec):
             await asyncio.wait_for(session.submit("run five steps"), 60)
-            assert session.loop is not None
-            assert await session.loop.compact("the step numbers")
-            compacted = [m.content for m in session.loop.messages]
+            assert session._loop is not None
+            assert await session._loop.compact("the step numbers")
+            compacted = [m.content for m in session._loop.messages]
             session_id = session.session_id
         assert rec.of(Compacted)[-1].reason == "manual"
         assert rec.of(Compacted)[-1].focus == "the step numbers"
@@ -282,8 +282,8 @@ async def test_resuming_a_compacted_session_sends_the_compacted_form(
             workspace, load_settings(workspace, overrides=overrides), resume=session_id
         )
         try:
-            assert resumed.loop is not None
-            assert [m.content for m in resumed.loop.messages] == compacted
+            assert resumed._loop is not None
+            assert [m.content for m in resumed._loop.messages] == compacted
             outcome = await asyncio.wait_for(resumed.submit("and now?"), 30)
         finally:
             await resumed.aclose()
@@ -375,10 +375,10 @@ async def test_a_long_history_is_summarised_in_requests_that_each_fit(
         ]
     with windowed(window) as server:
         async with session_for(api, server, workspace, context_window=window) as (session, rec):
-            assert session.loop is not None
-            session.loop.messages = list(history)
+            assert session._loop is not None
+            session._loop.messages = list(history)
             assert await session.compact()
-            sent = session.loop.messages
+            sent = session._loop.messages
     event = rec.of(Compacted)[-1]
     assert not event.fallback and server.rejected == 0
     assert server.summary_requests >= 3  # chunked, each chunk folding in the summary so far
@@ -403,15 +403,15 @@ async def test_cancel_stops_a_compaction_and_the_session_goes_on(api: Api, works
         server.add(*(step(n, chars=10) for n in range(1, 5)), answer("four"))
         server.add({"hang": True}, answer("still here"))
         async with session_for(api, server, workspace) as (session, rec):
-            assert session.loop is not None
+            assert session._loop is not None
             await asyncio.wait_for(session.submit("four steps"), 30)
-            before = list(session.loop.messages)
+            before = list(session._loop.messages)
             compacting = asyncio.ensure_future(session.compact())
             assert await asyncio.to_thread(server.hang_started.wait, 10)
-            session.loop.cancel()
+            session._loop.cancel()
             assert await asyncio.wait_for(compacting, 10) is False
             assert await asyncio.to_thread(server.wait_for_disconnects, 1, 10)
-            assert session.loop.messages == before  # nothing half-compacted
+            assert session._loop.messages == before  # nothing half-compacted
             outcome = await asyncio.wait_for(session.submit("are you there?"), 30)
     assert outcome.final_text == "still here"
     assert not rec.of(Compacted)

@@ -8,7 +8,16 @@ import pytest
 from textual.message import Message
 
 from tests.scripted_server import ScriptedServer
-from tests.test_ui_app import app_for, bus_events, make_session, send, shell_step, turn_done, until
+from tests.test_ui_app import (
+    app_for,
+    bus_events,
+    inner,
+    make_session,
+    send,
+    shell_step,
+    turn_done,
+    until,
+)
 from tui.agent.compaction import SUMMARY_HEADER
 from tui.events import Compacted
 from tui.ui.chat.panel import NoticeLine
@@ -42,7 +51,7 @@ async def test_slash_compact_summarises_and_marks_the_chat(workspace: Path) -> N
             )
             lines = [str(n.render()) for n in app.chat.query(NoticeLine)]
             marker = next(line for line in lines if "compacted" in line)
-            sent = app.session.loop.messages  # type: ignore[union-attr]
+            sent = inner(app)._loop.messages  # type: ignore[union-attr]
     event = next(e for e in bus_events(messages) if isinstance(e, Compacted))
     assert event.reason == "manual" and event.focus == "keep the step numbers"
     assert "on request" in marker and "focus: keep the step numbers" in marker
@@ -64,13 +73,13 @@ async def test_escape_stops_a_slash_compact(workspace: Path) -> None:
         async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
             await send(pilot, app, "run four steps")
             await turn_done(pilot, app, 5, server)
-            before = list(app.session.loop.messages)  # type: ignore[union-attr]
+            before = list(inner(app)._loop.messages)  # type: ignore[union-attr]
             await send(pilot, app, "/compact")
             await until(pilot, server.hang_started.is_set, "the summary request")
             await pilot.press("escape")
             await until(pilot, lambda: server.disconnects >= 1, "the request to be dropped")
-            await until(pilot, lambda: not app.session.loop.busy, "the compaction to stop")  # type: ignore[union-attr]
-            assert app.session.loop.messages == before  # type: ignore[union-attr]
+            await until(pilot, lambda: not inner(app)._loop.busy, "the compaction to stop")  # type: ignore[union-attr]
+            assert inner(app)._loop.messages == before  # type: ignore[union-attr]
             await send(pilot, app, "are you there?")
             await turn_done(pilot, app, 7, server)
     assert not any(isinstance(e, Compacted) for e in bus_events(messages))

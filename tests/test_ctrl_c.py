@@ -12,15 +12,17 @@ from tests.scripted_server import ScriptedServer
 from tests.test_ui_app import (
     KeyRecordingTmux,
     approval_ready,
+    inner,
     make_session,
     pane_snapshot_class,
     send,
     shell_step,
     until,
 )
+from tui.session_pane import coalesce
 from tui.ui.app import AgentApp
 from tui.ui.interrupt import QUIT_HINT, CtrlC
-from tui.ui.mirror.keys import Typed, coalesce
+from tui.ui.mirror.keys import Typed
 from tui.ui.mirror.pane import PaneMirror
 
 pytestmark = pytest.mark.timeout(60)
@@ -73,7 +75,7 @@ async def test_ctrl_c_cancels_a_running_turn(workspace: Path) -> None:
             assert app.prompt.has_focus  # the prompt's own ctrl+c (copy) must not swallow it
             await pilot.press("ctrl+c")
             await until(pilot, lambda: status() == "cancelled", "the cancelled call")
-            loop = app.session.loop
+            loop = inner(app)._loop
             await until(pilot, lambda: loop is None or not loop.running, "the turn to end")
             assert len(server.requests) == 1  # the turn stopped: the model was not asked again
             assert app.is_running and QUIT_HINT not in hints(app)
@@ -124,7 +126,7 @@ async def test_ctrl_c_while_holding_the_pane_goes_to_the_pane(workspace: Path) -
     clock = FakeClock()
     app = AgentApp(session, cursor_blink=False, monotonic=clock)
     async with app.run_test(size=(120, 40)) as pilot:
-        session.bus.publish(
+        session._bus.publish(
             Snapshot(  # type: ignore[call-arg]
                 pane_id="%7",
                 actor="local",
@@ -137,7 +139,7 @@ async def test_ctrl_c_while_holding_the_pane_goes_to_the_pane(workspace: Path) -
         )
         await until(pilot, lambda: app.query_one(PaneMirror).frame is not None, "a frame")
         await pilot.press("ctrl+t")
-        assert app.holding_pane
+        assert app.panes.holding
         await pilot.press("ctrl+c", "ctrl+c", "ctrl+c")
 
         def sent() -> list[Typed]:
@@ -155,8 +157,8 @@ async def test_ctrl_c_at_the_approval_modal_cancels_and_runs_nothing(workspace: 
             await send(pilot, app, "make it")
             await approval_ready(pilot, app)
             await pilot.press("ctrl+c")
-            await until(pilot, lambda: app.approval_open is None, "the modal to close")
-            loop = app.session.loop
+            await until(pilot, lambda: app.approvals.open is None, "the modal to close")
+            loop = inner(app)._loop
             await until(pilot, lambda: loop is None or not loop.running, "the turn to end")
             state = app.tools.state("call_1")
             assert state is not None and state.status in ("denied", "cancelled", "error")

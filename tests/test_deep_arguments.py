@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.test_ui_app import app_for, make_session
+from tests.test_ui_app import app_for, inner, make_session
 from tui.agent.compaction import stub_outputs, summarise
 from tui.agent.hooks import Hooks, ToolCallInfo
 from tui.agent.providers.base import Message, ToolCall
@@ -167,9 +167,9 @@ async def test_the_app_survives_every_depth(workspace: Path) -> None:
             for shape in ([False] * depth, [True] * depth):
                 raw = deep_text(shape)
                 for event in call_events(raw, f"call_{number}_{shape[:1]}"):
-                    app.session.bus.publish(event)
+                    inner(app)._bus.publish(event)
                 await pilot.pause(0.05)
-                if app.approval_open is not None:
+                if app.approvals.open is not None:
                     await pilot.press("escape")  # whatever opened, it drew and closes
         await pilot.pause(0.3)
         assert app.is_running

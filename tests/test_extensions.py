@@ -65,7 +65,7 @@ def make_session(
     }
     session = build_session(workspace, load_settings(workspace, overrides=overrides))
     recorder = Recorder()
-    session.bus.add_listener(recorder)
+    session._bus.add_listener(recorder)
     return session, recorder
 
 
@@ -108,8 +108,8 @@ async def test_many_adapter_tools_are_deferred_behind_tool_search(
     )
     try:
         await asyncio.wait_for(session.start_extensions(), DEADLINE)
-        assert session.extensions is not None
-        assert "3 tool(s) deferred" in session.extensions.describe()
+        assert session._extensions is not None
+        assert "3 tool(s) deferred" in session._extensions.describe()
         outcome = await asyncio.wait_for(session.submit("list pets"), DEADLINE)
     finally:
         await session.aclose()
@@ -180,8 +180,8 @@ async def test_mcp_server_tools_reach_the_model(workspace: Path, model: Scripted
     session, _ = make_session(workspace, model, mcp={"servers": {"time": TIME_SERVER}})
     try:
         await asyncio.wait_for(session.start_extensions(), DEADLINE)
-        assert session.extensions is not None
-        assert "connected" in session.extensions.describe()
+        assert session._extensions is not None
+        assert "connected" in session._extensions.describe()
         outcome = await asyncio.wait_for(session.submit("time in Tokyo?"), DEADLINE)
     finally:
         await session.aclose()
@@ -201,18 +201,18 @@ async def test_project_mcp_json_waits_for_trust(
     session, _ = make_session(workspace, model)
     try:
         await asyncio.wait_for(session.start_extensions(), DEADLINE)
-        assert session.extensions is not None
-        described = session.extensions.describe()
+        assert session._extensions is not None
+        described = session._extensions.describe()
         assert "untrusted" in described and "/trust" in described
-        assert not any(n.startswith("clock__") for n in session.registry.names())
+        assert not any(n.startswith("clock__") for n in session._registry.names())
     finally:
         await session.aclose()
 
-    trust_workspace(session.loaded)  # what /trust and `agent-tui trust` record
+    trust_workspace(session._loaded)  # what /trust and `agent-tui trust` record
     session, _ = make_session(workspace, model)
     try:
         await asyncio.wait_for(session.start_extensions(), DEADLINE)
-        assert "clock__get_current_time" in session.registry.names()
+        assert "clock__get_current_time" in session._registry.names()
     finally:
         await session.aclose()
 
@@ -226,8 +226,8 @@ async def test_a_server_that_cannot_start_is_a_notice(
     try:
         await asyncio.wait_for(session.start_extensions(), DEADLINE)
         outcome = await asyncio.wait_for(session.submit("hi"), DEADLINE)
-        assert session.extensions is not None
-        assert "failed" in session.extensions.describe()
+        assert session._extensions is not None
+        assert "failed" in session._extensions.describe()
     finally:
         await session.aclose()
     assert outcome.reason == "completed"
@@ -245,7 +245,7 @@ async def test_every_tool_can_be_switched_off_in_config(
     session, _ = make_session(workspace, model, **everything)
     try:
         await asyncio.wait_for(session.start_extensions(), DEADLINE)
-        names = session.registry.names()
+        names = session._registry.names()
     finally:
         await session.aclose()
     assert {"tool_search", "cron_add", "config", "agent", "pets__listPets"} <= set(names)
@@ -255,7 +255,7 @@ async def test_every_tool_can_be_switched_off_in_config(
     session, _ = make_session(workspace, model, tools=off, **everything)
     try:
         await asyncio.wait_for(session.start_extensions(), DEADLINE)
-        assert session.registry.names() == []
+        assert session._registry.names() == []
     finally:
         await session.aclose()
 
@@ -310,7 +310,7 @@ async def test_a_server_adding_a_tool_reaches_the_next_request(
     session, recorder = make_session(workspace, model, mcp={"servers": {"tb": server}})
     try:
         await asyncio.wait_for(session.start_extensions(), DEADLINE)
-        assert "tb__greeter" not in session.registry
+        assert "tb__greeter" not in session._registry
         first = asyncio.ensure_future(session.submit("greet"))
         await recorder.wait_for(
             lambda e: isinstance(e, Notice) and "changed its tools" in e.message, "the re-list"

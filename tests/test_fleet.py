@@ -87,20 +87,20 @@ class Fleetside:
 
     @property
     def fleet(self) -> Any:
-        assert self.session.fleet is not None
-        return self.session.fleet
+        assert self.session._fleet is not None
+        return self.session._fleet
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
         self.calls += 1
         ctx = ToolContext(
             f"call{self.calls}",
             tool,
-            self.session.backend,
-            self.session.policy,
+            self.session._backend,
+            self.session._policy,
             on_update=self.events.append,
         )
         arguments = with_metadata(tool, arguments)
-        return await self.session.registry.execute(tool, json.dumps(arguments), ctx)
+        return await self.session._registry.execute(tool, json.dumps(arguments), ctx)
 
     def updates(self, call: int | None = None) -> list[FanoutHostUpdate]:
         wanted = f"call{call or self.calls}"
@@ -148,15 +148,9 @@ async def open_fleet_session(
             target.workspace,
             loaded,
             approver_factory=lambda bus: CallbackApprover(asking),
-            backend=target.backend,
-            local_paths=False,
-            target_home=target.home,
-            sandbox=target.sandbox,
-            commands=target.commands,
-            unsandboxed=target.unsandboxed,
-            fleet=target.fleet,
+            target=target,
         )
-        side.session.bus.add_listener(side.events.append)
+        side.session._bus.add_listener(side.events.append)
         made.append(side)
         return side
 
@@ -169,7 +163,7 @@ async def _clean_workspace(side: Fleetside) -> None:
     """Files the writing tests leave: removed from outside any sandbox, on the default host."""
     from tui.security.confinement import OUTSIDE
 
-    await side.session.backend.run("rm -rf ./w-* ./lock ./notes", confinement=OUTSIDE)
+    await side.session._backend.run("rm -rf ./w-* ./lock ./notes", confinement=OUTSIDE)
 
 
 # -- the inventory and the hosts ------------------------------------------------------------
@@ -261,7 +255,7 @@ async def test_one_approval_for_a_writing_fan_out_and_only_the_hosts_allowed_run
     refused = {name for name, row in rows.items() if row.status == "refused"}
     assert refused == set(NAMES) - {"web02", "db1", "cache-c"}
     assert "did not allow it on this host" in rows["web05"].output
-    listing = await side.session.backend.run("ls -1 | grep -c '^w-'")
+    listing = await side.session._backend.run("ls -1 | grep -c '^w-'")
     assert listing.stdout.strip() == "3"
     assert "ran on 3 of 20 hosts" in result.text
 
@@ -278,7 +272,7 @@ async def test_a_no_runs_it_nowhere(
     assert result.is_error and "not today" in result.text
     # The staging hosts would have run it unasked: a no stops those too.
     assert [h.name for h in side.asked[0].hosts if h.state == "allowed"] == CACHE
-    listing = await side.session.backend.run("ls -1 | grep -c '^w-' || true")
+    listing = await side.session._backend.run("ls -1 | grep -c '^w-' || true")
     assert listing.stdout.strip() == "0"
 
 
@@ -316,7 +310,7 @@ async def test_host_and_group_rules_blocked_hosts_and_scoped_grants(
     assert rows["db4"].status == "refused" and rows["web12"].status == "refused"
     assert sum(row.status == "ok" for row in rows.values()) == 18, result.text
     # The grant was scoped to the group db: db hosts no longer ask, web hosts still do.
-    grants = [g for g in side.session.policy.grants.list() if g.hosts]
+    grants = [g for g in side.session._policy.grants.list() if g.hosts]
     assert [(str(g.rule), g.hosts) for g in grants] == [("run_shell(uname -s)", "db")]
     answers.append(ApprovalAnswer.allow_once())
     await side.call("run_shell", {"command": "uname -s", "hosts": "db:web01"})

@@ -19,12 +19,12 @@ from tui.config import load_settings
 from tui.exec.backend import BackendError
 from tui.exec.fleet.ansible_inventory import InventoryError, load_ansible_inventory
 from tui.exec.streams import OutputCollector, wait_for_end
-from tui.fleet_target import load_inventory, target_choice
+from tui.fleet_target import load_inventory
 from tui.security.fleet_rules import FleetRules
 from tui.security.inventory import Inventory, InventoryHost, PatternError
 from tui.security.permissions import ApprovalMode
 from tui.security.trust_review import review_layer
-from tui.targets import TargetChoice
+from tui.targets import TargetChoice, target_choice
 
 INI = """\
 [web]
@@ -224,7 +224,7 @@ async def test_ssh_flags_and_limit_make_the_inventory(tmp_path: Path) -> None:
     loaded = load_settings(tmp_path)
     hosts = ["ops@a.example:2200", "b.example", "c.example", "a.example", "b.example"]
     args = _Args(ssh=hosts, limit="*.example:!c*")
-    choice = target_choice(args, False)
+    choice = target_choice(args)
     assert choice.wants_fleet and choice.fleet_ssh == args.ssh
     inventory, _ = await load_inventory(choice, loaded.settings)
     # A second target on a known host is told apart; the same target twice is one host.
@@ -234,7 +234,7 @@ async def test_ssh_flags_and_limit_make_the_inventory(tmp_path: Path) -> None:
     assert inventory.hosts["a.example"].target == "ops@a.example:2200"
     with pytest.raises(BackendError, match="matches no host"):
         await load_inventory(TargetChoice(fleet_ssh=["a", "b"], limit="z*"), loaded.settings)
-    one = target_choice(_Args(ssh=["only.example"]), None)
+    one = target_choice(_Args(ssh=["only.example"]))
     assert not one.wants_fleet and one.ssh == "only.example"
     with pytest.raises(BackendError, match="needs \\[fleet\\] inventory"):
         await load_inventory(TargetChoice(inventory=""), loaded.settings)

@@ -71,13 +71,7 @@ async def fleet_app_session(lab: FleetLab, server: ScriptedServer, here: Path) -
     return build_session(
         target.workspace,
         loaded,
-        backend=target.backend,
-        local_paths=False,
-        target_home=target.home,
-        sandbox=target.sandbox,
-        commands=target.commands,
-        unsandboxed=target.unsandboxed,
-        fleet=target.fleet,
+        target=target,
     )
 
 
@@ -146,7 +140,7 @@ async def test_fan_out_in_the_app_hosts_rows_list_grid_focus_and_take_over(
         assert frame is not None and frame.actor.startswith("ssh:web03/")
         assert "host web03" in str(app.mirror.border_title)
         await pilot.press("ctrl+t")
-        assert app.holding_pane
+        assert app.panes.holding
         for key in [*"echo typed-$((1+2))", "enter"]:
             await pilot.press(key if key != " " else "space")
         await until(
@@ -160,15 +154,15 @@ async def test_fan_out_in_the_app_hosts_rows_list_grid_focus_and_take_over(
         # The tmux tools take a host too: the agent reads what the person typed there.
         from tui.tools.context import ToolContext
 
-        ctx = ToolContext("capture", "tmux_capture_pane", session.backend, session.policy)
+        ctx = ToolContext("capture", "tmux_capture_pane", session._backend, session._policy)
         pane = app.mirror.mirror.frame.pane_id  # type: ignore[union-attr]
         arguments = {"host": "web03", "target": pane}
-        seen = await session.registry.execute("tmux_capture_pane", arguments, ctx)
+        seen = await session._registry.execute("tmux_capture_pane", arguments, ctx)
         assert not seen.is_error and "typed-3" in seen.text, seen.text
         assert seen.text.startswith(f"pane {pane} (ssh:web03/tmux:{pane})")
-        default = await session.registry.execute("tmux_capture_pane", {"host": "web01"}, ctx)
+        default = await session._registry.execute("tmux_capture_pane", {"host": "web01"}, ctx)
         assert "ssh:web01/" in default.text and "typed-3" not in default.text
         await pilot.press("ctrl+right_square_bracket")
-        assert not app.holding_pane
+        assert not app.panes.holding
         await pilot.press("f7")
         assert app.mirror.has_class("-grid")

@@ -204,7 +204,7 @@ async def run_decided(
     async with open_session(
         "openai", server, workspace, approval=approval, trust=True, security=security
     ) as (session, _):
-        session.policy.approver = CallbackApprover(asked)
+        session._policy.approver = CallbackApprover(asked)
         outcome = await submit(session, "go")
     assert outcome.reason == "completed"
     return asked
@@ -314,9 +314,9 @@ async def test_update_hooks_see_change_and_drop_streamed_updates(
         return event
 
     async with open_session("openai", server, workspace) as (session, rec):
-        assert session.loop is not None
-        session.loop.hooks.before_tool_update.append(redact)
-        session.loop.hooks.after_tool_update.append(lambda info, event: after.append(event))
+        assert session._loop is not None
+        session._loop.hooks.before_tool_update.append(redact)
+        session._loop.hooks.after_tool_update.append(lambda info, event: after.append(event))
         await submit(session, "go")
 
     shown = "".join(e.text for e in rec.of(ToolOutputChunk) if e.tool_call_id == "call_out")

@@ -66,15 +66,15 @@ def open_session(
     session = build_session(
         workspace, loaded, approver_factory=lambda bus: NoApprover("no UI"), resume=resume
     )
-    assert session.loop is not None, session.provider_error
+    assert session._loop is not None, session._provider_error
     return session
 
 
 async def run_turn(session: AgentSession, prompt: str) -> None:
     outcome = await asyncio.wait_for(session.submit(prompt), DEADLINE)
     assert outcome.reason == "completed", outcome
-    assert session.loop is not None
-    check_messages(session.loop.messages)
+    assert session._loop is not None
+    check_messages(session._loop.messages)
 
 
 # -- the two reported cases ------------------------------------------------------------------

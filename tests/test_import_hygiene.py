@@ -88,7 +88,7 @@ async def main():
         from tui.security.risk.warm import is_warm
         async def look(info):
             seen.append(is_warm())
-        session.loop.hooks.before_tool.append(look)
+        session._loop.hooks.before_tool.append(look)
         await session.submit("go")
         await session.aclose()
         print(json.dumps({"at_start": at_start, "at_first_call": seen}))

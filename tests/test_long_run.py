@@ -60,7 +60,7 @@ async def test_a_thousand_turns_with_failing_summaries_stay_in_the_window(
         loaded = load_settings(workspace, overrides=overrides, env={})
         session = build_session(workspace, loaded, provider=provider(server))
         events: list[Event] = []
-        session.bus.add_listener(events.append)
+        session._bus.add_listener(events.append)
         started = time.monotonic()
         try:
             outcome = await session.submit("read the notes a thousand times")

@@ -343,11 +343,11 @@ async def open_session(
         approver_factory=(lambda bus: NoApprover("no UI in this test")) if approver else None,
     )
     recorder = Recorder()
-    session.bus.add_listener(recorder)
+    session._bus.add_listener(recorder)
     try:
-        assert session.loop is not None, session.provider_error
+        assert session._loop is not None, session._provider_error
         yield session, recorder
-        check_messages(session.loop.messages)
+        check_messages(session._loop.messages)
     finally:
         await session.aclose()
 
@@ -639,8 +639,8 @@ async def test_stream_cut_midway_is_asked_again_in_the_same_turn(
         assert cut.text.endswith("[cut off: asking again]") and whole.text == "the whole answer"
         (notice,) = [n for n in rec.of(Notice) if n.message.startswith("retrying in ")]
         assert "cut off mid-answer" in notice.message and notice.level == "warning"
-        assert session.loop is not None
-        assert [m.content for m in session.loop.messages if m.role == "assistant"] == [
+        assert session._loop is not None
+        assert [m.content for m in session._loop.messages if m.role == "assistant"] == [
             "the whole answer"
         ]
     assert len(server.requests) == 2
@@ -685,7 +685,7 @@ async def test_cancel_mid_tool_kills_the_group_and_the_session_stays_usable(
         answer("after the cancel"),
     )
     async with open_session(api, server, workspace) as (session, rec):
-        assert session.loop is not None
+        assert session._loop is not None
         task = asyncio.ensure_future(session.submit("sleep a lot"))
         running = await until(
             lambda: (
@@ -698,7 +698,7 @@ async def test_cancel_mid_tool_kills_the_group_and_the_session_stays_usable(
         )
         groups = {info[1] for info in running.values()}
         started = time.perf_counter()
-        session.loop.cancel()
+        session._loop.cancel()
         outcome = await asyncio.wait_for(task, 5)
         took = time.perf_counter() - started
 
@@ -711,7 +711,7 @@ async def test_cancel_mid_tool_kills_the_group_and_the_session_stays_usable(
         assert sorted(e.tool_call_id for e in completed) == ["call_long", "call_other"]
         assert all(e.is_error and e.error_type == "Cancelled" for e in completed)
         assert rec.of(TurnEnded)[-1].reason == "cancelled"
-        check_messages(session.loop.messages)
+        check_messages(session._loop.messages)
 
         again = await submit(session, "are you there?")
     assert again.reason == "completed" and again.final_text == "after the cancel"
@@ -738,13 +738,13 @@ async def test_steering_in_sequential_mode_skips_calls_not_started(
         session,
         rec,
     ):
-        assert session.loop is not None
+        assert session._loop is not None
         task = asyncio.ensure_future(session.submit("make files"))
         await rec.wait_for(
             lambda e: isinstance(e, ToolCallStarted) and e.tool_call_id == "call_first",
             "the first call to start",
         )
-        session.loop.steer("stop, do something else")
+        session._loop.steer("stop, do something else")
         gate.touch()  # only now may the first call finish: it was running while we steered
         outcome = await asyncio.wait_for(task, DEADLINE)
 
@@ -774,13 +774,13 @@ async def test_steering_while_parallel_calls_run_reaches_the_next_request(
         answer("noted"),
     )
     async with open_session(api, server, workspace) as (session, rec):
-        assert session.loop is not None
+        assert session._loop is not None
         task = asyncio.ensure_future(session.submit("two things"))
         await rec.wait_for(
             lambda e: isinstance(e, ToolCallStarted) and e.tool_call_id == "call_b",
             "both calls to start",
         )
-        session.loop.steer("also check the logs")
+        session._loop.steer("also check the logs")
         gate.touch()
         outcome = await asyncio.wait_for(task, DEADLINE)
 
@@ -850,8 +850,8 @@ async def test_in_process_before_tool_callback_skips_a_call(
         return None
 
     async with open_session(api, server, workspace) as (session, rec):
-        assert session.loop is not None
-        session.loop.hooks.before_tool.append(veto)
+        assert session._loop is not None
+        session._loop.hooks.before_tool.append(veto)
         outcome = await submit(session, "go")
 
     assert outcome.reason == "completed"
@@ -967,7 +967,7 @@ async def test_command_hooks_from_config_deny_rewrite_and_add_feedback(
     expected["description"] = expected.pop("why")
     assert by_id["call_rewrite"]["tool_input"] == expected
     assert "rewritten-by-hook" in by_id["call_rewrite"]["tool_response"]["content"]
-    assert session.loaded.trust.trusted and session.loaded.trust.held  # they waited for trust
+    assert session._loaded.trust.trusted and session._loaded.trust.held  # they waited for trust
 
 
 # -- limits and prompt -------------------------------------------------------------------------
@@ -1029,9 +1029,9 @@ async def test_a_crashing_hook_callback_fails_closed_and_the_loop_goes_on(
         raise ValueError("bug in the formatter")
 
     async with open_session(api, server, workspace) as (session, _):
-        assert session.loop is not None
-        session.loop.hooks.before_tool.append(broken_check)
-        session.loop.hooks.after_tool.append(broken_after)
+        assert session._loop is not None
+        session._loop.hooks.before_tool.append(broken_check)
+        session._loop.hooks.after_tool.append(broken_after)
         outcome = await submit(session, "go")
 
     assert outcome.reason == "completed" and outcome.final_text == "carried on"
@@ -1056,7 +1056,7 @@ async def test_cancelling_the_task_itself_still_answers_every_call(
         answer("still here"),
     )
     async with open_session(api, server, workspace) as (session, rec):
-        assert session.loop is not None
+        assert session._loop is not None
         task = asyncio.ensure_future(session.submit("go"))
         await rec.wait_for(
             lambda e: isinstance(e, ToolCallCompleted) and e.tool_call_id == "call_quick",
@@ -1068,7 +1068,7 @@ async def test_cancelling_the_task_itself_still_answers_every_call(
             await asyncio.wait_for(task, 5)
         # The kill is a SIGKILL sent while the task unwinds (it cannot wait): death follows.
         await until(lambda: not live_with(marker), "the slow call to die", timeout=2)
-        assert not session.loop.running
+        assert not session._loop.running
         again = await submit(session, "hello again")
 
     assert again.reason == "completed"
@@ -1087,7 +1087,7 @@ async def test_tool_definitions_follow_changes_to_the_tool_set(
     server.add(answer("one"), answer("two"))
     async with open_session(api, server, workspace) as (session, _):
         await submit(session, "first")
-        session.registry.unregister("time")
+        session._registry.unregister("time")
         await submit(session, "second")
 
     first, second = (tool_names_of(request) for request in server.requests)

@@ -49,15 +49,15 @@ async def test_untrusted_servers_keep_their_variables_unread(
     write_mcp_json(workspace)
     session, _ = make_session(workspace, model)
     try:
-        assert session.extensions is not None and session.extensions.mcp is not None
-        held = session.extensions.mcp._untrusted["echo"]
+        assert session._extensions is not None and session._extensions.mcp is not None
+        held = session._extensions.mcp._untrusted["echo"]
         assert held.args[-1] == "${OPENAI_API_KEY}" and held.env == {"TOKEN": "${OPENAI_API_KEY}"}
         await asyncio.wait_for(session.start_extensions(), DEADLINE)
         assert not (data_dir() / "mcp-logs" / "echo.log").exists()  # never started
     finally:
         await session.aclose()
     # The trust screen shows the server as the file writes it: command, arguments, env.
-    (change,) = [c for c in session.loaded.trust.held if c.key == ".mcp.json servers.echo"]
+    (change,) = [c for c in session._loaded.trust.held if c.key == ".mcp.json servers.echo"]
     assert "  arg: ${OPENAI_API_KEY}" in change.details
     assert "env: TOKEN=${OPENAI_API_KEY}" in change.details
 
@@ -69,12 +69,12 @@ async def test_a_trusted_servers_log_never_holds_the_provider_key(
     write_mcp_json(workspace)
     session, _ = make_session(workspace, model)
     await session.aclose()
-    trust_workspace(session.loaded)
+    trust_workspace(session._loaded)
     session, _ = make_session(workspace, model)
     try:
         await asyncio.wait_for(session.start_extensions(), DEADLINE)
-        assert session.extensions is not None and session.extensions.mcp is not None
-        tail = await session.extensions.mcp.stderr_tail("echo")
+        assert session._extensions is not None and session._extensions.mcp is not None
+        tail = await session._extensions.mcp.stderr_tail("echo")
     finally:
         await session.aclose()
     log = (data_dir() / "mcp-logs" / "echo.log").read_text()

@@ -78,11 +78,11 @@ async def open_with_subagents(
     }
     session = build_session(workspace, load_settings(workspace, overrides=overrides))
     recorder = Recorder()
-    session.bus.add_listener(recorder)
+    session._bus.add_listener(recorder)
     try:
-        assert session.loop is not None, session.provider_error
+        assert session._loop is not None, session._provider_error
         yield session, recorder
-        check_messages(session.loop.messages)
+        check_messages(session._loop.messages)
     finally:
         await session.aclose()
 
@@ -239,10 +239,10 @@ async def test_cancel_of_the_parent_kills_the_childs_command_within_a_second(
     async with open_with_subagents(
         "openai", server, workspace, {"sleeper": {"tools": ["run_shell"]}}
     ) as (session, rec):
-        assert session.loop is not None
+        assert session._loop is not None
         task = asyncio.ensure_future(session.submit("sleep in a sub-agent"))
         await until(lambda: live_with(marker), "the child's sleep to run", LOOP_WAIT)
-        session.loop.cancel()
+        session._loop.cancel()
         started = time.monotonic()
         await until(lambda: not live_with(marker), "the child's sleep to die", timeout=1.0)
         gone_after = time.monotonic() - started
@@ -267,10 +267,10 @@ async def test_a_name_taken_by_a_tool_is_not_offered_and_the_session_says_so(
     )
     session = build_session(workspace, loaded)
     try:
-        tool = session.registry.get("run_shell")
+        tool = session._registry.get("run_shell")
         assert tool is not None and type(tool).__name__ != "NamedSubAgentTool"
-        assert "ok" in session.registry
-        assert any("'run_shell' is not offered" in w for w in session.warnings)
+        assert "ok" in session._registry
+        assert any("'run_shell' is not offered" in w for w in session._warnings)
     finally:
         await session.aclose()
 

@@ -109,7 +109,7 @@ async def test_block_and_pager_state_the_cut(workspace: Path, cap: int | None) -
         provider.update(base_url=server.openai_base_url, api_key="test-key")
         overrides["provider"] = provider
         session = build_session(workspace, load_settings(workspace, overrides=overrides, env={}))
-        assert session.loaded.settings.agent.output_disk_cap == (cap or DEFAULT_DISK_CAP)
+        assert session._loaded.settings.agent.output_disk_cap == (cap or DEFAULT_DISK_CAP)
         app = app_for(session)
         async with app.run_test(size=(160, 50)) as pilot:
             await send(pilot, app, "count")
@@ -125,7 +125,7 @@ async def test_block_and_pager_state_the_cut(workspace: Path, cap: int | None) -
             assert "the model saw a cut" in notes and str(state.full_output_path) in notes
             assert f"all of them: {out.spill_path}" in notes  # where the rest is
             assert "kept the last 1,000" in block._stats_text().plain
-            app.open_pager("call_1")
+            app.block_actions.open_pager("call_1")
             await until(pilot, lambda: isinstance(app.screen, OutputPager), "the pager")
             pager = app.screen
             assert isinstance(pager, OutputPager)

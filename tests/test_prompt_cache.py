@@ -55,9 +55,9 @@ async def session_for(
     }
     session = build_session(workspace, load_settings(workspace, overrides=overrides))
     recorder = Recorder()
-    session.bus.add_listener(recorder)
+    session._bus.add_listener(recorder)
     try:
-        assert session.loop is not None, session.provider_error
+        assert session._loop is not None, session._provider_error
         yield session, recorder
     finally:
         await session.aclose()
@@ -198,8 +198,8 @@ async def test_cached_reasoning_tokens_and_cost_reach_the_bus(
     ):
         await submit(session, "hello")
         await submit(session, "again")
-        assert session.loop is not None
-        loop_usage, loop_cost = session.loop.usage, session.loop.cost_usd
+        assert session._loop is not None
+        loop_usage, loop_cost = session._loop.usage, session._loop.cost_usd
     expected = _expected_usage(name)
     usages: list[Usage] = recorder.of(Usage)
     assert len(usages) == 2
@@ -230,7 +230,7 @@ async def test_unknown_model_shows_tokens_without_a_cost(
     server.add({"text": "ok", "usage": USAGE})
     async with session_for("openai", server, workspace) as (session, recorder):
         await submit(session, "hello")
-        assert session.loop is not None and session.loop.cost_usd is None
+        assert session._loop is not None and session._loop.cost_usd is None
     (event,) = recorder.of(Usage)
     assert event.input_tokens == 10_000 and event.cached_tokens == 6_000
     assert event.cost_usd is None

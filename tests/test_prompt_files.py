@@ -42,7 +42,7 @@ async def run_once(workspace: Path, **security: Any) -> tuple[str, list[str]]:
             await session.submit("hi")
         finally:
             await session.aclose()
-        return system_prompt(server), list(session.warnings)
+        return system_prompt(server), list(session._warnings)
 
 
 async def test_agents_md_linked_to_a_secret_is_refused_and_said(

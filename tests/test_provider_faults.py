@@ -62,9 +62,9 @@ async def session_on(
     }
     session = build_session(workspace, load_settings(workspace, overrides=overrides))
     events: list[Event] = []
-    session.bus.add_listener(events.append)
+    session._bus.add_listener(events.append)
     try:
-        assert session.loop is not None, session.provider_error
+        assert session._loop is not None, session._provider_error
         yield session, events
     finally:
         await session.aclose()
@@ -87,8 +87,8 @@ async def test_each_fault_is_asked_again_and_the_tool_runs_once(
     server.add({"fault": fault, **calling_step()}, calling_step(), {"text": "recorded"})
     async with session_on(api, server, workspace) as (session, events):
         outcome = await session.submit("record it")
-        assert session.loop is not None
-        assistant = [m for m in session.loop.messages if m.role == "assistant"]
+        assert session._loop is not None
+        assistant = [m for m in session._loop.messages if m.role == "assistant"]
     assert outcome.reason == "completed", outcome.error
     assert outcome.final_text == "recorded"
     assert runs(workspace) == 1, "the call must run exactly once"

@@ -147,13 +147,13 @@ async def test_phi_core_calls_skipped_by_steering_emit_a_start_and_an_end(
         session,
         rec,
     ):
-        assert session.loop is not None
+        assert session._loop is not None
         task = asyncio.ensure_future(session.submit("do three things"))
         await rec.wait_for(
             lambda e: isinstance(e, ToolCallStarted) and e.tool_call_id == "call_first",
             "the first call to start",
         )
-        session.loop.steer("stop, do this instead")
+        session._loop.steer("stop, do this instead")
         gate.touch()
         outcome = await asyncio.wait_for(task, DEADLINE)
     assert outcome.reason == "completed"

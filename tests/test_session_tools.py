@@ -100,10 +100,10 @@ async def test_config_tool_reads_sets_and_refuses_guards(
     model.add(answer("done"))
     async with open_session(api, model, workspace) as (session, _):
         outcome = await submit(session, "tune yourself")
-        assert session.loop is not None
-        assert session.loop.settings.plan.strategy == "batched"
-        assert session.loaded.settings.approval.mode.value == "full-auto"  # the test's own mode
-        assert "web_search" not in session.registry
+        assert session._loop is not None
+        assert session._loop.settings.plan.strategy == "batched"
+        assert session._loaded.settings.approval.mode.value == "full-auto"  # the test's own mode
+        assert "web_search" not in session._registry
 
     assert outcome.reason == "completed"
     text = {i: result_text(model.requests[1], i) for i in ("c1", "c2", "c3", "c4", "c5", "c6")}
@@ -128,7 +128,7 @@ async def test_config_tool_never_reenables_a_tool_the_config_switched_off(
     model.add(answer("ok"))
     async with open_session("openai", model, workspace) as (session, _):
         await submit(session, "turn web search on")
-        assert "web_search" not in session.registry
+        assert "web_search" not in session._registry
     assert "switched off in the config files" in result_text(model.requests[1], "c1")
 
 
@@ -244,14 +244,14 @@ async def test_tool_search_activates_deferred_tools_for_the_next_request(
     model.add(tools_step(call("t2", "tracker__create_issue", {"title": "bug"})))
     model.add(answer("filed"))
     async with open_session(api, model, workspace) as (session, _):
-        session.registry.register(
+        session._registry.register(
             ServiceTool("tracker__create_issue", "Create an issue in the tracker."),
             deferred=True,
         )
-        session.registry.register(
+        session._registry.register(
             ServiceTool("petstore__list_pets", "List pets in the store."), deferred=True
         )
-        session.registry.register(ToolSearchTool(session.registry))
+        session._registry.register(ToolSearchTool(session._registry))
         outcome = await submit(session, "file a bug")
 
     assert outcome.reason == "completed"
@@ -309,6 +309,6 @@ async def test_closing_the_session_stops_a_repl_even_after_it_was_switched_off(
     model.add(answer("done"))
     async with open_session("openai", model, workspace) as (session, _):
         await submit(session, "pid?")
-        assert "python_repl" not in session.registry
+        assert "python_repl" not in session._registry
     pid = int(result_text(model.requests[1], "r1").rsplit("Out[1]: ", 1)[1].split()[0])
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()

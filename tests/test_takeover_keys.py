@@ -29,7 +29,8 @@ from tests.tmux_helpers import (
 )
 from tests.waiting import until
 from tui.exec.tmux.backend import TmuxBackend
-from tui.ui.mirror.keys import Typed, forward, typed_for, typed_paste
+from tui.session_pane import forward
+from tui.ui.mirror.keys import Typed, typed_for, typed_paste
 
 pytestmark = needs_tmux
 
@@ -313,10 +314,10 @@ async def test_the_apps_take_over_types_what_the_person_typed(workspace: Path, s
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             await send(pilot, app, "!echo agent-ready")
-            await ui_until(pilot, lambda: app.pane_target is not None, "the agent's pane")
-            pane = Pane(backend, app.pane_target or "", socket, workspace)
+            await ui_until(pilot, lambda: app.panes.target is not None, "the agent's pane")
+            pane = Pane(backend, app.panes.target or "", socket, workspace)
             await pilot.press("ctrl+t")
-            assert app.holding_pane and app.query_one(PaneMirror).has_focus
+            assert app.panes.holding and app.query_one(PaneMirror).has_focus
             await pilot.press(*"cat > typed.txt", "enter")
             await until(pane.running("cat"), "cat to run", DEADLINE)
             await pilot.press(*reported, "enter")
@@ -328,7 +329,7 @@ async def test_the_apps_take_over_types_what_the_person_typed(workspace: Path, s
             app._driver.send_message(terminal_keys("\x04")[0])
             await until(pane.running(shell.split()[0]), "cat to end", DEADLINE)
             assert out.read_text() == f"{reported}\n-- -x\n-\n{pasted}"
-            assert app.holding_pane
+            assert app.panes.holding
             errors = [str(box.border_title) for box in app.chat.query("ErrorBox")]
             assert errors == []
     finally:

@@ -29,11 +29,12 @@ from tui.exec.local import LocalBackend
 from tui.exec.tmux_pane import TypedKind
 from tui.security.rules import Rule
 from tui.session import AgentSession
+from tui.session_pane import coalesce
 from tui.ui.app import AgentApp
 from tui.ui.approval.modal import ApprovalScreen
 from tui.ui.grants.screen import GrantsScreen
 from tui.ui.messages import BusBatch
-from tui.ui.mirror.keys import Typed, coalesce
+from tui.ui.mirror.keys import Typed
 from tui.ui.mirror.pane import PaneMirror
 from tui.ui.tools.block import ToolCallState
 from tui.wiring import build_session
@@ -52,6 +53,13 @@ def shell_step(
         "text": text,
         "tool_calls": [{"id": call_id, "name": "run_shell", "arguments": arguments}],
     }
+
+
+def inner(app: AgentApp) -> AgentSession:
+    """The app's session as the object it is, for a test that looks at its parts."""
+    session = app.session
+    assert isinstance(session, AgentSession)
+    return session
 
 
 def make_session(
@@ -101,7 +109,7 @@ async def send(pilot: Pilot[int], app: AgentApp, text: str) -> None:
 
 async def approval_ready(pilot: Pilot[int], app: AgentApp, timeout: float = 8.0) -> ApprovalScreen:
     """The approval modal, once it takes answers (it opens closed: see ``tui.ui.approval.gate``)."""
-    await until(pilot, lambda: app.approval_open is not None, "the approval modal", timeout)
+    await until(pilot, lambda: app.approvals.open is not None, "the approval modal", timeout)
     await until(
         pilot,
         lambda: isinstance(app.screen, ApprovalScreen) and app.screen.answering,
@@ -117,7 +125,7 @@ async def turn_done(
     pilot: Pilot[int], app: AgentApp, requests: int, server: ScriptedServer
 ) -> None:
     await until(pilot, lambda: len(server.requests) >= requests, f"{requests} requests")
-    await until(pilot, lambda: not app.session.loop.running, "the turn to end")  # type: ignore[union-attr]
+    await until(pilot, lambda: not inner(app)._loop.running, "the turn to end")  # type: ignore[union-attr]
     # The loop is done; its last events may still be a frame away from the panels.
     await until(pilot, lambda: app.tools.running == 0, "the tool blocks to finish")
     await pilot.pause(0.05)
@@ -187,9 +195,9 @@ async def test_allow_always_exact_grants_each_segment(
         await pilot.press("a")
         await pilot.press("enter")  # the form opens on its OK button: exact, this session
         await turn_done(pilot, app, 3, server)
-        rules = [str(g.rule) for g in app.session.policy.grants.list()]
+        rules = [str(g.rule) for g in inner(app)._policy.grants.list()]
         assert rules == ["run_shell(touch a.txt)", "run_shell(touch b.txt)"]
-        assert all(g.scope == "session" for g in app.session.policy.grants.list())
+        assert all(g.scope == "session" for g in inner(app)._policy.grants.list())
         # The second call is covered by a segment grant: it ran without asking.
         assert app.tools.state("call_2").status == "ok"  # type: ignore[union-attr]
         assert app.tools.state("call_2").decision is None  # type: ignore[union-attr]
@@ -213,9 +221,9 @@ async def test_allow_always_edited_prefix_pattern(workspace: Path, server: Scrip
         pattern.focus()
         await pilot.press("enter")
         await turn_done(pilot, app, 3, server)
-        grants = app.session.policy.grants.list()
+        grants = inner(app)._policy.grants.list()
         assert [(str(g.rule), g.scope) for g in grants] == [("run_shell(touch:*)", "saved")]
-        saved = app.session.loaded.user_config_path.read_text()
+        saved = inner(app)._loaded.user_config_path.read_text()
         assert "run_shell(touch:*)" in saved and str(workspace) in saved
         assert app.tools.state("call_2").status == "ok"  # type: ignore[union-attr]
         assert (workspace / "other.txt").exists()
@@ -264,7 +272,7 @@ async def test_escape_cancels_a_running_tool(workspace: Path, server: ScriptedSe
         )
         started = time.monotonic()
         await pilot.press("escape")
-        await until(pilot, lambda: not app.session.loop.running, "the cancel")  # type: ignore[union-attr]
+        await until(pilot, lambda: not inner(app)._loop.running, "the cancel")  # type: ignore[union-attr]
         assert time.monotonic() - started < 5
         await pilot.pause(0.1)
         assert app.tools.state("call_1").status == "cancelled"  # type: ignore[union-attr]
@@ -337,7 +345,7 @@ async def test_take_over_the_pane_and_give_it_back(workspace: Path) -> None:
     app = app_for(session)
     async with app.run_test(size=(120, 40)) as pilot:
         lines = ["\x1b[32muser@box\x1b[0m:~$ ls", "a  b", "\x1b[32muser@box\x1b[0m:~$ "]
-        session.bus.publish(
+        session._bus.publish(
             Snapshot(
                 pane_id="%7",
                 actor="local",
@@ -350,7 +358,7 @@ async def test_take_over_the_pane_and_give_it_back(workspace: Path) -> None:
         )
         await until(pilot, lambda: app.query_one(PaneMirror).frame is not None, "a frame")
         await pilot.press("ctrl+t")
-        assert app.holding_pane and app.query_one(PaneMirror).has_focus
+        assert app.panes.holding and app.query_one(PaneMirror).has_focus
         assert "YOU HAVE THE PANE'S KEYBOARD" in app.status.plain
         await pilot.press("l", "s", "enter", "ctrl+c", "escape", "tab", "up")
         await until(pilot, lambda: ("%7", Typed("key", "Up")) in backend.sent, "keys to reach tmux")
@@ -364,9 +372,10 @@ async def test_take_over_the_pane_and_give_it_back(workspace: Path) -> None:
             Typed("key", "Tab"),
             Typed("key", "Up"),
         ]
-        assert app.session.loop is None or not app.session.loop.running  # esc went to tmux
+        loop = inner(app)._loop
+        assert loop is None or not loop.running  # esc went to tmux
         await pilot.press("ctrl+right_square_bracket")
-        assert not app.holding_pane and app.prompt.has_focus
+        assert not app.panes.holding and app.prompt.has_focus
         sent = len(backend.sent)
         await pilot.press("x")
         assert app.prompt.text == "x" and len(backend.sent) == sent
@@ -385,7 +394,7 @@ async def test_a_failing_send_is_said_once_and_keeps_the_take_over(workspace: Pa
     session = make_session(workspace, None, backend=backend)
     app = app_for(session)
     async with app.run_test(size=(120, 40)) as pilot:
-        session.bus.publish(
+        session._bus.publish(
             pane_snapshot_class()(pane_id="%7", actor="local", lines=["$ "], cursor_x=2)  # type: ignore[call-arg]
         )
         await until(pilot, lambda: app.query_one(PaneMirror).frame is not None, "a frame")
@@ -394,7 +403,7 @@ async def test_a_failing_send_is_said_once_and_keeps_the_take_over(workspace: Pa
         await until(pilot, lambda: ("%7", Typed("key", "Up")) in backend.sent, "the arrow key")
         errors = [box for box in app.chat.query("ErrorBox") if box.border_title == "keys not sent"]
         assert len(errors) == 1 and "no server running" in str(errors[0].render())
-        assert app.holding_pane and app.query_one(PaneMirror).has_focus
+        assert app.panes.holding and app.query_one(PaneMirror).has_focus
         # Every key typed after a failure is still tried, in the order typed.
         assert coalesce([typed for _, typed in backend.sent]) == [
             Typed("text", "a"),
@@ -414,7 +423,7 @@ async def test_mirror_repaints_only_changed_lines(workspace: Path) -> None:
         second = list(first)
         second[4] = "\x1b[31mchanged\x1b[0m"
         for lines in (first, second):
-            session.bus.publish(
+            session._bus.publish(
                 Snapshot(
                     pane_id="%7",
                     actor="local",
@@ -436,7 +445,7 @@ async def test_take_over_without_tmux_says_why(workspace: Path) -> None:
     app = app_for(make_session(workspace, None))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("ctrl+t")
-        assert not app.holding_pane
+        assert not app.panes.holding
         assert app.mirror.unavailable == "no tmux pane: the backend is local"
 
 
@@ -470,13 +479,13 @@ async def test_take_over_a_real_tmux_pane(workspace: Path) -> None:
             (state,) = [b.state for b in app.tools.blocks.values()]
             await until(pilot, lambda: state.finished, "the command")
             assert state.output_text().strip() == "agent-21" and "tmux" in (state.actor or "")
-            assert app.pane_target == backend.default_pane
+            assert app.panes.target == backend.default_pane
             await pilot.press("ctrl+t")
-            assert app.holding_pane
+            assert app.panes.holding
             await pilot.press(*"echo person-$((6*7))", "enter")
             await until(pilot, lambda: screen_has("person-42"), "the person's command")
             await pilot.press("ctrl+right_square_bracket")
-            assert not app.holding_pane and app.prompt.has_focus
+            assert not app.panes.holding and app.prompt.has_focus
     finally:
         await backend.close()
         kill_server(socket)
@@ -487,14 +496,14 @@ async def test_take_over_a_real_tmux_pane(workspace: Path) -> None:
 
 async def test_grants_screen_revokes(workspace: Path) -> None:
     session = make_session(workspace, None)
-    session.policy.grants.add(Rule.parse("run_shell(git status)"))
-    session.policy.grants.add(Rule.parse("run_shell(npm test:*)"))
+    session._policy.grants.add(Rule.parse("run_shell(git status)"))
+    session._policy.grants.add(Rule.parse("run_shell(npm test:*)"))
     app = app_for(session)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("ctrl+g")
         assert isinstance(app.screen, GrantsScreen)
         await pilot.press("d")
-        assert [str(g.rule) for g in session.policy.grants.list()] == ["run_shell(npm test:*)"]
+        assert [str(g.rule) for g in session._policy.grants.list()] == ["run_shell(npm test:*)"]
         await pilot.press("escape")
         assert not isinstance(app.screen, GrantsScreen)
         notes = " ".join(str(w.render()) for w in app.chat.query("NoticeLine"))
@@ -509,7 +518,7 @@ async def test_approve_window_answers_requests_itself(
     app = app_for(make_session(workspace, server))
     async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
         await send(pilot, app, "/approve 10m")
-        assert app.auto_approve.active
+        assert app.approvals.auto_approve.active
         assert "auto-approve 10:00" in app.status.plain
         await send(pilot, app, "touch it")
         await turn_done(pilot, app, 2, server)
@@ -518,7 +527,7 @@ async def test_approve_window_answers_requests_itself(
         notes = " ".join(str(w.render()) for w in app.chat.query("NoticeLine"))
         assert "auto-approved run_shell: touch auto.txt" in notes
         await send(pilot, app, "/approve off")
-        assert not app.auto_approve.active and "auto-approve" not in app.status.plain
+        assert not app.approvals.auto_approve.active and "auto-approve" not in app.status.plain
     assert not [m for m in messages if isinstance(m, ApprovalScreen)]
     resolved = [e for e in bus_events(messages) if e.kind == "approval_resolved"]
     assert [e.decision for e in resolved] == ["allow_once"]
@@ -530,7 +539,7 @@ async def test_no_provider_still_opens_and_runs_bang_commands(
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     session = make_session(workspace, None)
-    assert session.loop is None and session.provider_error
+    assert session._loop is None and session._provider_error
     app = app_for(session)
     async with app.run_test(size=(120, 40)) as pilot:
         banner = str(app.chat.query_one("Banner").render())
@@ -550,7 +559,7 @@ async def test_bang_command_goes_through_approval(workspace: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await send(pilot, app, "!touch mine.txt")
         await approval_ready(pilot, app)
-        assert app.approval_open[0].command == "touch mine.txt"  # type: ignore[index]
+        assert app.approvals.open[0].command == "touch mine.txt"  # type: ignore[index]
         await pilot.press("y")
         await until(pilot, lambda: all(b.state.finished for b in app.tools.blocks.values()), "run")
         assert (workspace / "mine.txt").exists()
@@ -583,13 +592,13 @@ async def test_mode_model_clear_and_resume(workspace: Path, server: ScriptedServ
     server.add({"text": "first answer"})
     session = make_session(workspace, server)
 
-    def factory(resume: str | None, backend: Any) -> AgentSession:
-        return build_session(workspace, session.loaded, resume=resume, backend=backend)
+    def factory(resume: str | None) -> AgentSession:
+        return build_session(workspace, session._loaded, resume=resume, backend=session._backend)
 
     app = AgentApp(session, session_factory=factory, cursor_blink=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await send(pilot, app, "/mode full-auto")
-        assert session.policy.approval_mode.value == "full-auto"
+        assert session._policy.approval_mode.value == "full-auto"
         assert "mode full-auto" in app.status.plain
         await send(pilot, app, "/model other-model")
         await send(pilot, app, "hello there")
@@ -675,14 +684,14 @@ async def test_chat_and_tool_panel_are_pruned_with_hysteresis(workspace: Path) -
     app = app_for(session)
     async with app.run_test(size=(120, 40)) as pilot:
         for i in range(250):  # eleven lines each (a margin and ten of text): 2,750 lines
-            session.bus.publish(Notice(message="\n".join(f"note {i}.{j}" for j in range(10))))
+            session._bus.publish(Notice(message="\n".join(f"note {i}.{j}" for j in range(10))))
         await until(pilot, lambda: app.chat.pruned > 0, "the chat to prune")
         await pilot.pause(0.2)
         height = app.chat.virtual_size.height
         assert PRUNE_TO - 50 <= height <= PRUNE_ABOVE
         for i in range(tools_panel.PRUNE_ABOVE + 1):
-            session.bus.publish(ToolCallStarted(tool_call_id=f"c{i}", tool_name="run_shell"))
-            session.bus.publish(
+            session._bus.publish(ToolCallStarted(tool_call_id=f"c{i}", tool_name="run_shell"))
+            session._bus.publish(
                 ToolCallCompleted(
                     tool_call_id=f"c{i}", tool_name="run_shell", is_error=False, duration_ms=1
                 )
@@ -720,7 +729,7 @@ async def test_task_list_and_agent_messages_show_without_asking(
         assert not app.todo.has_class("-shown")
         await send(pilot, app, "fix it")
         await turn_done(pilot, app, 2, server)
-        assert app.approval_open is None  # neither call asked
+        assert app.approvals.open is None  # neither call asked
         assert app.todo.has_class("-shown") and app.todo.border_title == "tasks 1/2"
         shown = str(app.todo.render())
         assert "Fixing it" in shown and "Read the logs" in shown
@@ -752,7 +761,7 @@ async def test_adapters_start_in_the_background_and_slash_commands_list_them(
     app = app_for(build_session(workspace, loaded))
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await until(pilot, lambda: "pets__listPets" in app.session.registry, "the API tools")
+            await until(pilot, lambda: "pets__listPets" in inner(app)._registry, "the API tools")
 
             def chat_text() -> str:
                 # Markdown entries keep their source; the others render to plain text.
@@ -826,7 +835,7 @@ async def test_a_resumed_session_never_points_the_mirror_at_an_old_pane(workspac
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: app.chat.query("UserBubble"), "the replayed conversation")
         assert app.panes.target != "%77"
-        session.bus.publish(
+        session._bus.publish(
             pane_snapshot_class()(pane_id="%7", actor="local", lines=["$ "], cursor_x=2)  # type: ignore[call-arg]
         )
         await until(pilot, lambda: app.panes.target == "%7", "this run's pane")

@@ -23,7 +23,7 @@ from tests.conftest import with_metadata
 from tests.scripted_server import ScriptedServer
 from tests.snapshot_apps.truth_scenes import HOSTILE_WHY, THIRTEEN_COMMAND
 from tests.test_approval_words import session_with
-from tests.test_ui_app import app_for, approval_ready, send, shell_step, turn_done, until
+from tests.test_ui_app import app_for, approval_ready, inner, send, shell_step, turn_done, until
 from tui.config import load_settings
 from tui.ui.app import AgentApp
 from tui.ui.approval.modal import ApprovalScreen
@@ -136,7 +136,7 @@ async def test_typing_straight_through_an_approval_never_answers_it(workspace: P
             # Type until the modal is up, and on for a second and a half after it appeared.
             typed = 0
             deadline = time.monotonic() + 15
-            while app.approval_open is None:
+            while app.approvals.open is None:
                 assert time.monotonic() < deadline, "no approval modal"
                 typed += await _type_continuously(pilot, app, words, time.monotonic() + 0.1)
             screen = app.screen
@@ -144,7 +144,7 @@ async def test_typing_straight_through_an_approval_never_answers_it(workspace: P
             modal: ApprovalScreen = screen
             typed += await _type_continuously(pilot, app, words, time.monotonic() + 1.5)
             assert typed >= 10
-            assert app.approval_open is not None and app.screen is screen  # not answered
+            assert app.approvals.open is not None and app.screen is screen  # not answered
             assert not answering(modal)
             assert "answer keys open in" in str(screen.query_one("#approval-keys", Static).render())
             assert (workspace / "dist").is_dir()
@@ -183,7 +183,7 @@ async def test_allow_always_lists_every_rule_and_grants_only_the_ticked(workspac
             assert "11 of 13 rules kept" in str(screen.query_one("#always-count").render())
             await pilot.press("enter")  # the list has focus: Enter still confirms
             await turn_done(pilot, app, 2, server)
-            granted = [str(g.rule) for g in app.session.policy.grants.list()]
+            granted = [str(g.rule) for g in inner(app)._policy.grants.list()]
             assert len(granted) == 11
             assert upload not in granted and "run_shell(xargs -0 rm -f --)" not in granted
             assert "run_shell(cd /srv/app)" in granted
@@ -205,7 +205,7 @@ async def test_enter_confirms_when_a_radio_set_has_focus(workspace: Path) -> Non
             await pilot.press("space")
             await pilot.press("enter")
             await turn_done(pilot, app, 2, server)
-            grants = app.session.policy.grants.list()
+            grants = inner(app)._policy.grants.list()
             assert [(str(g.rule), g.scope) for g in grants] == [("run_shell(touch a.txt)", "saved")]
             assert (workspace / "a.txt").exists()
 

@@ -125,8 +125,8 @@ async def test_ctrl_y_copies_the_last_answer(workspace: Path, server: ScriptedSe
 
 async def _bang(pilot: Pilot[int], app: AgentApp, command: str) -> Any:
     await send(pilot, app, f"!{command}")
-    await until(pilot, lambda: app.tools.blocks or app.approval_open, "a block or a modal")
-    if app.approval_open is not None:
+    await until(pilot, lambda: app.tools.blocks or app.approvals.open, "a block or a modal")
+    if app.approvals.open is not None:
         await approval_ready(pilot, app)
         await pilot.press("y")
     (block,) = app.tools.blocks.values()

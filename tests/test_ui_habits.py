@@ -12,7 +12,7 @@ from textual.widgets import DataTable
 
 from tests.scripted_server import ScriptedServer
 from tests.test_ctrl_c import FakeClock, hints
-from tests.test_ui_app import make_session, send, until
+from tests.test_ui_app import inner, make_session, send, until
 from tui.cli import make_app
 from tui.cli_args import parse_args
 from tui.config import load_settings
@@ -109,7 +109,7 @@ async def test_shift_tab_cycles_the_approval_mode_through_the_session(
             await until(pilot, lambda e=expected: session.approval_mode == e, expected)  # type: ignore[misc]
             assert app.status.info.mode == expected
         assert asked == ["auto-edit", "read-only", "ask", "auto-edit"]
-        assert session.policy.approval_mode is ApprovalMode.AUTO_EDIT
+        assert session._policy.approval_mode is ApprovalMode.AUTO_EDIT
         assert "approval mode is now auto-edit" in notices(app)
         assert app.prompt.has_focus  # the key was the mode's, not focus moving back
 
@@ -273,7 +273,7 @@ async def test_custom_commands_and_skills_run_as_slash_commands(commands: Path) 
                 await until(pilot, lambda i=index: len(server.requests) > i, typed)  # type: ignore[misc]
                 await until(
                     pilot,
-                    lambda: app.session.loop is not None and not app.session.loop.running,
+                    lambda: not (inner(app)._loop is None or inner(app)._loop.running),  # type: ignore[union-attr]
                     "the turn's end",
                 )
                 assert expected in user_text(server, index), (typed, user_text(server, index))
@@ -290,11 +290,11 @@ async def test_a_workspaces_commands_and_skills_wait_for_trust(commands: Path) -
         session = commands_session(commands, server, trust=False)
         app = AgentApp(session, cursor_blink=False)
         async with app.run_test(size=(120, 40)) as pilot:
-            held = {change.key for change in session.loaded.trust.held}
+            held = {change.key for change in session._loaded.trust.held}
             assert {".claude/commands", ".agents/skills"} <= held
             names = {command.name for command in await session.slash_commands()}
             assert names == {"standup", "explain", "haiku"}  # only the person's own
-            skill = session.registry.get("skill")
+            skill = session._registry.get("skill")
             assert "deploy" not in skill.description and "haiku" in skill.description
             await send(pilot, app, "/review 1")
             await until(pilot, lambda: "no command /review" in notices(app), "the refusal")

@@ -35,7 +35,7 @@ async def test_a_long_error_is_wrapped_whole_or_opened_in_the_pager(workspace: P
         server.add(shell_step(COMMAND), {"text": "I see."})
         session = session_with(workspace, server, "ask", command_allowlist=["echo"])
         completed: list[ToolCallCompleted] = []
-        session.bus.add_listener(
+        session._bus.add_listener(
             lambda e: completed.append(e) if isinstance(e, ToolCallCompleted) else None
         )
         app = AgentApp(session, cursor_blink=False)

@@ -39,9 +39,9 @@ async def test_the_pane_follows_the_mirror_and_the_zoom(workspace: Path) -> None
     pane_sizes: list[str] = []
 
     async def pane_size() -> str:
-        assert app.pane_target is not None
+        assert app.panes.target is not None
         size = await tmux(
-            socket, "display", "-p", "-t", app.pane_target, "#{pane_width}x#{pane_height}"
+            socket, "display", "-p", "-t", app.panes.target, "#{pane_width}x#{pane_height}"
         )
         pane_sizes.append(size.strip())
         return size.strip()

@@ -16,10 +16,11 @@ import tui.ui
 from tui.bus import EventBus
 from tui.events import AssistantTextDelta, Event, ToolCallStarted, ToolOutputChunk
 from tui.locations import styles_dir
+from tui.session_pane import coalesce
 from tui.ui.adapter import BusAdapter
 from tui.ui.autoapprove import AutoApprove, DurationError, format_remaining, parse_duration
 from tui.ui.command_table import UnknownCommand, parse_slash
-from tui.ui.mirror.keys import Typed, coalesce, typed_for
+from tui.ui.mirror.keys import Typed, typed_for
 from tui.ui.prompt.history import PromptHistory
 from tui.ui.tools.output import SPILL, OutputBuffer
 

@@ -85,7 +85,7 @@ async def test_an_auto_approve_window_never_answers_going_outside(
     try:
         async with app.run_test(size=(160, 50)) as pilot:
             await send(pilot, app, "/approve 10m")
-            assert app.auto_approve.active
+            assert app.approvals.auto_approve.active
             await send(pilot, app, "touch outside")
             screen = await approval_ready(pilot, app)
             assert screen.request.outside

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.scripted_server import ScriptedServer
-from tests.test_ui_app import app_for, make_session, send, shell_step, turn_done
+from tests.test_ui_app import app_for, inner, make_session, send, shell_step, turn_done
 from tui.events import ErrorEvent, Notice
 from tui.ui.app import AgentApp
 
@@ -33,8 +33,8 @@ async def test_model_and_tool_text_is_never_markup_nor_an_escape(workspace: Path
         async with app.run_test(size=(160, 50)) as pilot:
             await send(pilot, app, "go")
             await turn_done(pilot, app, 2, server)
-            app.session.bus.publish(ErrorEvent(message=HOSTILE, title=f"[red]{HOSTILE}"))
-            app.session.bus.publish(Notice(message=HOSTILE, level="warning"))
+            inner(app)._bus.publish(ErrorEvent(message=HOSTILE, title=f"[red]{HOSTILE}"))
+            inner(app)._bus.publish(Notice(message=HOSTILE, level="warning"))
             await pilot.pause(0.3)
             shown = drawn(app)
             for control in ("\x1b", "\x07", "\x9b"):

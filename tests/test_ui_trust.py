@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.scripted_server import ScriptedServer
-from tests.test_ui_app import send, until
+from tests.test_ui_app import inner, send, until
 from tui.cli import make_app
 from tui.cli_args import build_parser
 from tui.config import USER_CONFIG_NAME
@@ -59,13 +59,13 @@ async def test_the_trust_screen_comes_first_and_refusing_is_the_default(
     app = app_in(workspace, server, monkeypatch)
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: asking(app), "the trust screen")
-        assert app._session is None  # nothing is built before the person answers
+        assert app.link.session is None  # nothing is built before the person answers
         shown = str(app.screen.query_one("#trust-changes").render())
         assert "hooks.pre_tool_use" in shown and "approval.mode" in shown
         await pilot.press("enter")  # the focused button: don't trust
         await app.session_ready.wait()
-        assert app.session.policy.approval_mode is ApprovalMode.ASK
-        assert app.session.loaded.settings.hooks.pre_tool_use == []
+        assert inner(app)._policy.approval_mode is ApprovalMode.ASK
+        assert inner(app)._loaded.settings.hooks.pre_tool_use == []
         await until(pilot, lambda: "not applied" in notices(app), "the untrusted notice")
     assert not (config_dir() / USER_CONFIG_NAME).exists()
 
@@ -78,8 +78,8 @@ async def test_trusting_at_start_records_it_and_applies_the_settings(
         await until(pilot, lambda: asking(app), "the trust screen")
         await pilot.press("t")
         await app.session_ready.wait()
-        assert app.session.policy.approval_mode is ApprovalMode.FULL_AUTO
-        assert app.session.loaded.trust.recorded
+        assert inner(app)._policy.approval_mode is ApprovalMode.FULL_AUTO
+        assert inner(app)._loaded.trust.recorded
     assert str(workspace) in (config_dir() / USER_CONFIG_NAME).read_text()
 
 
@@ -96,7 +96,7 @@ async def test_slash_trust_asks_again_and_restarts_the_session_trusted(
         await until(pilot, lambda: asking(app), "the screen again")
         await pilot.press("t")
         await until(pilot, lambda: app.session is not first, "the session under trust")
-        assert app.session.policy.approval_mode is ApprovalMode.FULL_AUTO
+        assert inner(app)._policy.approval_mode is ApprovalMode.FULL_AUTO
         assert app.session.session_id == first.session_id  # the same conversation goes on
         await send(pilot, app, "/trust")
         await until(pilot, lambda: "is trusted" in notices(app), "the trusted answer")
@@ -109,5 +109,5 @@ async def test_what_a_workspace_file_may_never_set_is_said_in_the_chat(
     (workspace / ".agent-tui.toml").write_text('[approval]\ngrants = [{rule = "run_shell"}]\n')
     async with app.run_test(size=(120, 40)) as pilot:
         await app.session_ready.wait()  # nothing waits for trust: no screen
-        assert app.session.loaded.settings.approval.grants == []
+        assert inner(app)._loaded.settings.approval.grants == []
         await until(pilot, lambda: "ignored approval.grants" in notices(app), "the warning")

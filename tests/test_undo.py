@@ -97,13 +97,13 @@ async def test_undo_puts_back_an_edit_a_write_and_a_delete_byte_for_byte(repo: P
         async with app.run_test(size=(120, 40)) as pilot:
             await send(pilot, app, "change things")
             await until(pilot, lambda: len(server.requests) == 2, "the second request")
-            await until(pilot, lambda: session.checkpoints.turns, "the turn's checkpoint")
+            await until(pilot, lambda: session._checkpoints.turns, "the turn's checkpoint")
             assert (repo / "app.py").read_text().endswith("return 42\n")
             assert (repo / "new" / "notes.md").exists() and not (repo / "data.bin").exists()
             await send(pilot, app, "say something")
             await until(pilot, lambda: len(server.requests) == 3, "the third request")
-            await until(pilot, lambda: not session.loop.running, "the turn to end")
-            assert len(session.checkpoints.turns) == 1  # a turn that changed nothing: no entry
+            await until(pilot, lambda: not session._loop.running, "the turn to end")
+            assert len(session._checkpoints.turns) == 1  # a turn that changed nothing: no entry
 
             await send(pilot, app, "/diff")
             await until(pilot, lambda: "+++ b/new/notes.md" in chat_markdown(app), "the diff")
@@ -155,7 +155,7 @@ async def test_undo_n_rewinds_later_turns_too(workspace: Path) -> None:
         try:
             await session.submit("first")
             await session.submit("second")
-            assert [t.number for t in session.checkpoints.turns] == [1, 2]
+            assert [t.number for t in session._checkpoints.turns] == [1, 2]
             assert "2. " in await session.undo("list")
             report = await session.undo("1")
         finally:

@@ -348,9 +348,9 @@ def test_search_url_comes_from_config(tmp_path: Path) -> None:
     workspace.mkdir()
     (workspace / ".agent-tui.toml").write_text('[web]\nsearch_url = "http://127.0.0.1:9/s"\n')
     session = build_session(workspace, load_settings(workspace, env={}, trust=True))
-    tool = session.registry.get("web_search")
+    tool = session._registry.get("web_search")
     assert tool is not None and tool.endpoint() == "http://127.0.0.1:9/s"  # type: ignore[attr-defined]
-    session.transcript.close()
+    session._transcript.close()
 
 
 # ------------------------------------------------------------------ [security] host lists

@@ -16,13 +16,13 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tui.cli_args import (
     EXIT_CANCELLED,
-    EXIT_FAILED,
     EXIT_MAX_TURNS,
     EXIT_OK,
     EXIT_USAGE,
@@ -31,7 +31,6 @@ from tui.cli_args import (
     build_parser,
     fail,
     headless_prompt,
-    is_remote,
     load,
     parse_args,
 )
@@ -39,11 +38,10 @@ from tui.startup_gc import hold as hold_collector
 
 if TYPE_CHECKING:
     from tui.claude_stream import RunFacts
-    from tui.config import LoadedSettings
-    from tui.exec.backend import ExecutionBackend
-    from tui.security.trust import WorkspaceTrust
-    from tui.session import AgentSession, SessionFactory
-    from tui.targets import Target
+    from tui.opening import Opening
+    from tui.session import AgentSession
+    from tui.session_api import SessionAPI, SessionFactory
+    from tui.targets import TargetChoice
     from tui.ui.app import AgentApp
 
 
@@ -57,33 +55,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     warn(hold_provider_keys())  # before any child exists: none may read the model's key
     start_log()
-    if getattr(args, "ssh", None):
-        from tui.exec.ssh.target import SSHTarget
+    from tui.targets import target_choice
 
-        try:
-            for host in args.ssh:
-                SSHTarget.parse(host)
-        except ValueError as error:
-            return fail(f"--ssh: {error}", EXIT_USAGE)
-    remote = is_remote(args)
-    workspace = args.workspace if remote and args.workspace else (args.workspace or Path.cwd())
-    workspace = workspace if remote else workspace.resolve()
-    if not remote and not workspace.is_dir():
+    try:
+        choice = target_choice(args)
+    except ValueError as error:
+        return fail(str(error), EXIT_USAGE)
+    workspace = choice.workspace(args.workspace)
+    if not choice.remote and not workspace.is_dir():
         return fail(f"workspace {workspace} is not a folder", EXIT_USAGE)
-    if args.command == "tools":
-        from tui.cli_tool import list_tools
+    if args.command in ("tools", "tool"):
+        from tui.cli_tool import list_tools, run_tool
 
-        return list_tools(workspace, args)
-    if args.command == "tool":
-        from tui.cli_tool import run_tool
-
-        return asyncio.run(run_tool(workspace, args))
+        command = list_tools if args.command == "tools" else run_tool
+        return asyncio.run(command(workspace, args, choice))
     if args.command == "sessions":
         return list_sessions(workspace)
     if args.command == "trust":
         return trust_command((args.dir or workspace).resolve(), revoke=args.revoke)
     if args.command == "config":
-        return show_config(workspace, args)
+        return show_config(choice.settings_folder(workspace), args)
     prompt = headless_prompt(args)
     if prompt is not None:
         if args.max_turns is not None and args.max_turns < 1:
@@ -92,8 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return fail("--resume needs a session id with -p (agent-tui sessions lists them)", 2)
         if not prompt.strip():
             return fail("-p needs a prompt: as its value, or piped in on stdin", EXIT_USAGE)
-        return asyncio.run(run_headless(workspace, prompt, args))
-    return run_app(workspace, args)
+        return asyncio.run(run_headless(workspace, prompt, args, choice))
+    return run_app(workspace, args, choice)
 
 
 def start_log() -> None:
@@ -144,66 +135,34 @@ def trust_command(workspace: Path, *, revoke: bool) -> int:
     return EXIT_OK
 
 
-async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -> int:
-    from tui.agent.record_file import SessionBusy
-    from tui.agent.transcript import SessionNotFound, TranscriptError
-    from tui.config import ConfigError
+async def run_headless(
+    workspace: Path, prompt: str, args: argparse.Namespace, choice: TargetChoice
+) -> int:
     from tui.events import Notice
-    from tui.exec.backend import BackendError
-    from tui.fleet_target import open_chosen, target_choice
-    from tui.headless import HeadlessPrinter, approver_for, describe_outcome
-    from tui.tools.structured_output import JsonSchemaError
-    from tui.wiring import build_session
+    from tui.headless import HeadlessPrinter, describe_outcome
+    from tui.opening import Opening, Run
+    from tui.session import StartupError
 
+    opening = Opening(workspace, args, choice, Run.HEADLESS)
     try:
-        # A remote workspace names a folder there: settings come from this machine's cwd.
-        loaded = load(Path.cwd() if is_remote(args) else workspace, args)
-    except ConfigError as error:
-        return fail(error.msg, EXIT_USAGE)
-    try:
-        choice = target_choice(args, args.tmux)
-        target = await open_chosen(choice, loaded.settings, workspace, interactive=False)
-    except BackendError as error:
-        return fail(error.msg, EXIT_FAILED)
-    workspace = target.workspace
-    try:
-        session = build_session(
-            workspace,
-            loaded,
-            approver_factory=lambda bus: approver_for(
-                workspace, loaded.settings.approval.mode.value
-            ),
-            resume=args.resume,
-            continue_latest=args.continue_latest,  # -c
-            backend=target.backend,
-            local_paths=target.local_paths,
-            target_home=target.home,
-            sandbox=target.sandbox,
-            commands=target.commands,
-            unsandboxed=target.unsandboxed,
-            fleet=target.fleet,
-        )
-    except (SessionNotFound, JsonSchemaError) as error:
-        await target.backend.close()
-        return fail(schema_error(loaded, args, error), EXIT_USAGE)
-    except (SessionBusy, TranscriptError) as error:
-        await target.backend.close()
-        return fail(error.msg, EXIT_FAILED)
-    if loaded.trust.pending:
-        print(f"agent-tui: {loaded.trust.summary()}", file=sys.stderr)
+        session = await opening.open()
+    except StartupError as error:
+        return fail(error.msg, error.exit_code)
+    assert opening.loaded is not None
+    if opening.loaded.trust.pending:
+        print(f"agent-tui: {opening.loaded.trust.summary()}", file=sys.stderr)
     printer = HeadlessPrinter(args.output_format)
-    session.bus.add_listener(printer)
-    for warning in session.warnings:
-        # Published while the session was built, before the printer listened: a workspace
-        # file loosening approvals or adding hooks must be seen in headless runs too.
+    session.listen(printer)
+    for warning in session.startup_warnings():
+        # Said while the session was built and its target opened, before the printer
+        # listened: a workspace file loosening approvals or adding hooks must be seen in
+        # headless runs too.
         printer(Notice(message=warning, level="warning"))
-    for notice in target.notices:
-        printer(Notice(message=notice, level="warning"))
     try:
-        if session.loop is None:
-            reason = session.provider_error or "no model provider configured"
-            where = f"the [provider] section of {loaded.user_config_path}"
-            return fail(f"{reason} Or configure {where}.", EXIT_USAGE)
+        problem = session.model_problem
+        if problem is not None:
+            where = f"the [provider] section of {session.config_path()}"
+            return fail(f"{problem} Or configure {where}.", EXIT_USAGE)
         loop = asyncio.get_running_loop()
         interrupts = 0
 
@@ -212,8 +171,7 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
             interrupts += 1
             if interrupts > 1:
                 os._exit(EXIT_CANCELLED)
-            assert session.loop is not None
-            session.loop.cancel()
+            session.cancel()
 
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(signum, on_signal)
@@ -224,13 +182,9 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
         printer.finish(describe_outcome(outcome, session))
     finally:
         await session.aclose()
-    if session.transcript.unsaved:
-        transcript = session.transcript
-        return fail(
-            f"the session file {transcript.path} is missing {transcript.unsaved} record(s): "
-            f"they could not be written ({transcript.problem}); resuming it continues from "
-            "the last one saved"
-        )
+    trouble = session.record_trouble()
+    if trouble is not None:
+        return fail(trouble)
     if outcome.reason == "completed" and outcome.limits:
         from tui.headless import limits_message
 
@@ -244,15 +198,6 @@ async def run_headless(workspace: Path, prompt: str, args: argparse.Namespace) -
     return fail(outcome.error or (printer.errors[-1] if printer.errors else "the run failed"))
 
 
-def schema_error(loaded: LoadedSettings, args: argparse.Namespace, error: Exception) -> str:
-    """A schema file named in a config file is a config error at that file's line."""
-    from tui.tools.structured_output import JsonSchemaError
-
-    if isinstance(error, JsonSchemaError) and not getattr(args, "json_schema", None):
-        return loaded.error_at("agent.json_schema", str(error)).msg
-    return str(error)
-
-
 def run_facts(session: AgentSession) -> RunFacts:
     from tui.claude_stream import RunFacts
 
@@ -261,15 +206,15 @@ def run_facts(session: AgentSession) -> RunFacts:
         cwd=str(session.workspace),
         model=session.model,
         provider=session.provider_name,
-        tools=list(session.registry.names()),
+        tools=session.tool_names(),
         approval_mode=session.approval_mode,
     )
 
 
-def run_app(workspace: Path, args: argparse.Namespace) -> int:
+def run_app(workspace: Path, args: argparse.Namespace, choice: TargetChoice) -> int:
     """``agent-tui`` with no prompt: paint first, then settings, target and session."""
     try:
-        app = make_app(workspace, args)
+        app = make_app(workspace, args, choice)
     except ImportError:
         build_parser().print_help()
         return EXIT_USAGE
@@ -277,7 +222,9 @@ def run_app(workspace: Path, args: argparse.Namespace) -> int:
     return int(app.return_code or 0)
 
 
-def make_app(workspace: Path, args: argparse.Namespace, **options: Any) -> AgentApp:
+def make_app(
+    workspace: Path, args: argparse.Namespace, choice: TargetChoice | None = None, **options: Any
+) -> AgentApp:
     """The app for ``agent-tui`` with no prompt, its session opened after the first frame.
 
     The target follows ``--ssh``/``--container``/``--tmux`` as in headless mode, except that
@@ -286,126 +233,24 @@ def make_app(workspace: Path, args: argparse.Namespace, **options: Any) -> Agent
     code 2, an unreachable target with 1, each with the same one-line reason as headless mode.
     """
     from tui.locations import data_dir
+    from tui.opening import Opening, Run
+    from tui.targets import target_choice
     from tui.ui.app import AgentApp
 
-    opening = AppSessions(workspace, args)
+    opening = Opening(workspace, args, choice or target_choice(args), Run.APP)
     options.setdefault("history_path", data_dir() / "prompt-history.jsonl")
     options.setdefault("state_path", data_dir() / "ui-state.json")  # the theme chosen
     options.setdefault("prompt", app_prompt(args))  # agent-tui "fix the tests"
     options.setdefault("pick_session", getattr(args, "resume", None) == PICK)  # -r alone
-    app = AgentApp(builder=opening.open, **options)
+    app = AgentApp(builder=partial(app_session, opening), **options)
     opening.ask_trust = app.ask_trust
     app.reload_settings = opening.reload_settings
     return app
 
 
-class AppSessions:
-    """The app's sessions, built from the flags: the first after the first frame, then one per
-    ``/clear``, ``/resume`` or ``/trust`` on the same target.
-
-    Args:
-        workspace: The workspace (a folder on the target when remote).
-        args: The parsed flags.
-    """
-
-    def __init__(self, workspace: Path, args: argparse.Namespace) -> None:
-        self.workspace = workspace
-        self.args = args
-        self.loaded: LoadedSettings | None = None
-        """The settings the next session is built with."""
-        self.ask_trust: Callable[[WorkspaceTrust], Awaitable[bool]] | None = None
-        """Asks the person whether to trust the workspace's files (the app's trust screen)."""
-        self._target: Target | None = None
-
-    def _load(self) -> LoadedSettings:
-        # In a thread: these imports (pydantic models, the command parser, providers) are
-        # most of the start-up time and must not hold the first frame back.
-        from tui.config import ConfigError
-        from tui.session import StartupError
-
-        args = self.args
-        try:
-            return load(Path.cwd() if is_remote(args) else self.workspace, args)
-        except ConfigError as error:
-            raise StartupError(error.msg) from None
-
-    async def reload_settings(self) -> None:
-        """After ``/trust``: the next session reads the settings as they now apply."""
-        self.loaded = await asyncio.to_thread(self._load)
-
-    async def open(self) -> tuple[AgentSession, SessionFactory]:
-        """The first session and the factory of the later ones (a ``SessionOpener``)."""
-        loaded = await asyncio.to_thread(self._load)
-        from tui.session import StartupError, trust_workspace, untrusted_notice
-
-        if (
-            loaded.trust.pending
-            and self.ask_trust is not None
-            and await self.ask_trust(loaded.trust)
-        ):
-            await asyncio.to_thread(trust_workspace, loaded)
-            loaded = await asyncio.to_thread(self._load)
-        self.loaded = loaded
-        from tui.agent.record_file import SessionBusy
-        from tui.agent.transcript import SessionNotFound, TranscriptError
-        from tui.exec.backend import BackendError
-        from tui.fleet_target import open_chosen, target_choice
-        from tui.tools.structured_output import JsonSchemaError
-        from tui.wiring import build_session
-
-        args = self.args
-        choice = target_choice(args, getattr(args, "tmux", None))
-        try:
-            target = await open_chosen(choice, loaded.settings, self.workspace, interactive=True)
-        except BackendError as error:
-            raise StartupError(error.msg, exit_code=1) from None
-        self._target = target
-        try:
-            session = build_session(
-                target.workspace,
-                loaded,
-                resume=None if getattr(args, "resume", None) in (None, PICK) else args.resume,
-                continue_latest=bool(getattr(args, "continue_latest", False)),
-                backend=target.backend,
-                local_paths=target.local_paths,
-                target_home=target.home,
-                sandbox=target.sandbox,
-                commands=target.commands,
-                unsandboxed=target.unsandboxed,
-                fleet=target.fleet,
-                checkpoints=True,  # /undo
-            )
-        except (SessionNotFound, JsonSchemaError) as error:
-            await target.backend.close()
-            raise StartupError(schema_error(loaded, args, error)) from None
-        except (SessionBusy, TranscriptError) as error:
-            await target.backend.close()
-            raise StartupError(error.msg, exit_code=1) from None
-        # Published before the app listened: shown when the session is attached.
-        session.warnings.extend(target.notices)
-        if loaded.trust.pending:
-            session.warnings.insert(0, untrusted_notice(loaded.trust))
-        return session, self.session_on
-
-    def session_on(self, resume: str | None, backend: ExecutionBackend) -> AgentSession:
-        """A new (``None``) or resumed session on ``backend`` (a ``SessionFactory``)."""
-        from tui.wiring import build_session
-
-        target, loaded = self._target, self.loaded
-        assert target is not None and loaded is not None  # opened first
-        return build_session(
-            target.workspace,
-            loaded,
-            resume=resume,
-            backend=backend,
-            local_paths=target.local_paths,
-            target_home=target.home,
-            sandbox=target.sandbox,
-            commands=target.commands,
-            unsandboxed=target.unsandboxed,
-            fleet=target.fleet,
-            checkpoints=True,
-        )
+async def app_session(opening: Opening) -> tuple[SessionAPI, SessionFactory]:
+    """The app's first session and the factory of its later ones (a ``SessionOpener``)."""
+    return await opening.open(), opening.next
 
 
 def list_sessions(workspace: Path) -> int:

@@ -17,9 +17,11 @@ import stat
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, get_args
 
 from tui import __version__
+from tui.choices import OutputFormat, ProviderName
+from tui.security.permissions import ApprovalMode
 
 if TYPE_CHECKING:
     from tui.config import LoadedSettings
@@ -32,7 +34,7 @@ EXIT_CANCELLED = 130
 
 PICK = "\0pick"
 """``--resume`` with no id: the app opens the session picker."""
-MODES = ["read-only", "ask", "auto-edit", "full-auto"]
+MODES = [mode.value for mode in ApprovalMode]
 SUBCOMMANDS = ("sessions", "tools", "tool", "trust", "config", "completion")
 SHELLS = ("bash", "zsh", "fish")
 
@@ -53,7 +55,7 @@ def _options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--provider",
-        choices=["openai", "openai-responses", "anthropic"],
+        choices=get_args(ProviderName),
         help="the model API (default: from your config, else whichever API key is set)",
     )
     parser.add_argument("--model", help="the model id (default: the provider's everyday model)")
@@ -65,7 +67,7 @@ def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--output-format",
         "--output",
-        choices=["text", "json", "stream-json", "agent-tui-json"],
+        choices=get_args(OutputFormat),
         default="text",
         help="with -p: text (the answer), json (one result object), stream-json (Claude "
         "Code's lines), agent-tui-json (every event as a JSON line)",
@@ -232,12 +234,6 @@ def fail(reason: str, code: int = EXIT_FAILED) -> int:
     return code
 
 
-def is_remote(args: argparse.Namespace) -> bool:
-    """Commands run elsewhere: ``--workspace`` then names a folder there."""
-    given = getattr(args, "inventory", None) is not None
-    return given or any(getattr(args, n, None) for n in ("ssh", "container"))
-
-
 def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "provider": {"name": args.provider, "model": args.model, "base_url": args.base_url},
@@ -249,11 +245,16 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def load(workspace: Path, args: argparse.Namespace) -> LoadedSettings:
-    """Settings for this run; the workspace's own loosening settings only when trusted."""
+def load(
+    workspace: Path, args: argparse.Namespace, approval_mode: str | None = None
+) -> LoadedSettings:
+    """Settings for this run; the workspace's own loosening settings only when trusted.
+    ``approval_mode`` is a run's own (``agent-tui tool --approval-mode``), over the flag's."""
     from tui.config import load_settings
 
     overrides = overrides_from(args)
+    if approval_mode is not None:
+        overrides["approval"]["mode"] = approval_mode
     if args.provider and not args.model:
         # A provider chosen on the command line brings its own default model, rather than
         # inheriting a model name of another provider from a config file.

@@ -239,19 +239,6 @@ async def open_fleet(
     )
 
 
-def target_choice(args: Any, tmux: bool | None) -> TargetChoice:
-    """The ``TargetChoice`` the flags make: one ``--ssh`` is one host, several a fleet."""
-    hosts = list(getattr(args, "ssh", None) or [])
-    return TargetChoice(
-        ssh=hosts[0] if len(hosts) == 1 else None,
-        container=getattr(args, "container", None),
-        tmux=tmux,
-        fleet_ssh=hosts if len(hosts) > 1 else [],
-        inventory=getattr(args, "inventory", None),
-        limit=getattr(args, "limit", None),
-    )
-
-
 async def open_chosen(
     choice: TargetChoice, settings: Settings, workspace: Path, *, interactive: bool
 ) -> Target:
@@ -267,5 +254,4 @@ __all__ = [
     "open_chosen",
     "open_fleet",
     "open_fleet_host",
-    "target_choice",
 ]

@@ -17,9 +17,10 @@ import sys
 import termios
 import unicodedata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tui.agent.providers.base import Message
+from tui.choices import OutputFormat
 from tui.claude_stream import ClaudeStream, RunFacts, dumps
 from tui.diffs import DIFF_REPLACES, number_width, parse, plain_line
 from tui.events import (
@@ -40,9 +41,6 @@ if TYPE_CHECKING:
     from tui.agent.loop import TurnOutcome
     from tui.security.approval import Approver
     from tui.session import AgentSession
-
-OutputFormat = Literal["text", "json", "stream-json", "agent-tui-json"]
-
 
 _C1_AND_SEPARATORS = re.compile("[\x7f-\x9f\u2028\u2029]")
 
@@ -394,10 +392,10 @@ def describe_outcome(outcome: TurnOutcome, session: AgentSession) -> dict[str, A
         "session_id": session.session_id,
         **(
             {"structured_output": outcome.structured_output}
-            if session.loaded.settings.agent.json_schema
+            if session.wants_structured_output()
             else {}
         ),
-        "usage": _usage_summary(session),
+        "usage": session.usage_summary(),
     }
 
 
@@ -405,17 +403,3 @@ def limits_message(limits: list[str]) -> str:
     """One line for a run some limit cut short: how often, and the first reason."""
     calls = "call was" if len(limits) == 1 else "calls were"
     return f"{len(limits)} {calls} refused by a limit; the first: {limits[0]}"
-
-
-def _usage_summary(session: AgentSession) -> dict[str, Any]:
-    """Tokens of the whole run; ``cost_usd`` is ``null`` when the model has no known price."""
-    loop = session.loop
-    usage = loop.usage if loop else None
-    return {
-        "input_tokens": usage.input_tokens if usage else 0,
-        "output_tokens": usage.output_tokens if usage else 0,
-        "cached_tokens": usage.cache_read_tokens if usage else 0,
-        "cache_write_tokens": usage.cache_write_tokens if usage else 0,
-        "reasoning_tokens": usage.reasoning_tokens if usage else 0,
-        "cost_usd": loop.cost_usd if loop else None,
-    }

@@ -29,7 +29,8 @@ OWNER = "agent-tui"
 
 @dataclass
 class TargetChoice:
-    """What the flags asked for."""
+    """What the flags asked for (``target_choice``): the one place that knows whether the
+    target is this machine or another, and so where the workspace and the settings are."""
 
     ssh: str | None = None
     container: str | None = None
@@ -46,6 +47,48 @@ class TargetChoice:
     @property
     def wants_fleet(self) -> bool:
         return bool(self.fleet_ssh) or self.inventory is not None
+
+    @property
+    def remote(self) -> bool:
+        """Commands run elsewhere: ``--workspace`` then names a folder there."""
+        return bool(self.ssh or self.container) or self.wants_fleet
+
+    def workspace(self, given: Path | None) -> Path:
+        """The workspace ``--workspace`` names: a folder on the target as given (unset: this
+        machine's cwd, which a remote target reads as its home), or this machine's, resolved."""
+        if self.remote:
+            return given if given else Path.cwd()
+        return (given or Path.cwd()).resolve()
+
+    def settings_folder(self, workspace: Path) -> Path:
+        """Whose ``.agent-tui.toml`` applies: the workspace's, or for a remote target this
+        machine's cwd (the remote folder is not read for settings)."""
+        return Path.cwd() if self.remote else workspace
+
+
+def target_choice(args: object) -> TargetChoice:
+    """The ``TargetChoice`` the flags make (``--ssh``, ``--inventory``, ``--limit``,
+    ``--container``, ``--tmux``): one ``--ssh`` is one host, several a fleet.
+
+    Raises:
+        ValueError: an ``--ssh`` target that is not ``[USER@]HOST[:PORT]``.
+    """
+    from tui.exec.ssh.target import SSHTarget
+
+    hosts = list(getattr(args, "ssh", None) or [])
+    for host in hosts:
+        try:
+            SSHTarget.parse(host)
+        except ValueError as error:
+            raise ValueError(f"--ssh: {error}") from None
+    return TargetChoice(
+        ssh=hosts[0] if len(hosts) == 1 else None,
+        container=getattr(args, "container", None),
+        tmux=getattr(args, "tmux", None),
+        fleet_ssh=hosts if len(hosts) > 1 else [],
+        inventory=getattr(args, "inventory", None),
+        limit=getattr(args, "limit", None),
+    )
 
 
 @dataclass

@@ -49,6 +49,7 @@ from tui.tools.timeouts import ToolTimeouts
 
 if TYPE_CHECKING:
     from tui.exec.fleet.fleet import Fleet
+    from tui.targets import Target
 
 ApproverFactory = Callable[[EventBus], Approver]
 
@@ -74,26 +75,37 @@ def build_session(
     unsandboxed: str | None = None,
     checkpoints: bool = False,
     fleet: Fleet | None = None,
+    with_model: bool = True,
+    store: SessionStore | None = None,
+    target: Target | None = None,
 ) -> AgentSession:
     """Wire one session. A missing or unusable provider is not fatal here: the app still opens
     (and says what to set); headless mode turns ``provider_error`` into its exit message.
 
     ``checkpoints``: snapshot the workspace around each turn for ``/undo`` (the app, on a
-    workspace of this machine).
+    workspace of this machine). ``with_model=False``: a session that talks to no model (one
+    tool call from the command line): no provider, loop or tools that need one. ``store``:
+    where sessions are saved (default: the data folder's). ``target``: an opened target
+    (``tui.targets``), which then gives the backend, its sandboxes, its home and its fleet.
 
     Raises:
         JsonSchemaError: ``[agent] json_schema`` names a missing or invalid schema file.
     """
+    if target is not None:
+        backend, local_paths, target_home = target.backend, target.local_paths, target.home
+        sandbox, commands, fleet = target.sandbox, target.commands, target.fleet
+        unsandboxed = target.unsandboxed
     settings = loaded.settings
-    answer_schema = (
-        load_json_schema(schema_path(loaded, workspace)) if settings.agent.json_schema else None
-    )
+    wants_schema = with_model and settings.agent.json_schema
+    answer_schema = load_json_schema(schema_path(loaded, workspace)) if wants_schema else None
     bus = EventBus()
-    store = SessionStore()
+    store = store or SessionStore()
     warnings = workspace_warnings(loaded)
 
     provider_error: str | None = None
-    if provider is None:
+    if not with_model:
+        provider_error = "this run talks to no model"
+    elif provider is None:
         try:
             provider = make_provider(
                 settings.provider.name,
@@ -246,7 +258,7 @@ def build_session(
     live = LiveSettings(
         settings, registry, loop, config_disabled=frozenset(settings.tools.disabled())
     )
-    if settings.tools.enabled("config"):
+    if with_model and settings.tools.enabled("config"):  # the live session's knobs
         registry.register(ConfigTool(live))
     own_providers: list[Provider] = []
     if loop is not None:

@@ -61,6 +61,13 @@ SIZE = (120, 40)
 ESC = "\x1b"
 
 
+def inner(app: AgentApp) -> AgentSession:
+    """The app's session as the object it is, for a scene that sets up its parts."""
+    session = app.session
+    assert isinstance(session, AgentSession)
+    return session
+
+
 def workspace() -> Path:
     path = Path(tempfile.gettempdir()) / "agent-tui-demo" / "webapp"
     path.mkdir(parents=True, exist_ok=True)
@@ -85,14 +92,14 @@ def make_session(*, provider: bool = True, backend: Any = None) -> AgentSession:
     session = build_session(ws, loaded, backend=backend, provider=model)
     # The demo host has its own bubblewrap (what the app says of such a host); no real
     # sandbox is started for a picture.
-    session.policy.sandbox = SandboxFacts(active=True, network=False)
+    session._policy.sandbox = SandboxFacts(active=True, network=False)
     if not provider:
         # The banner names the config file: the same path in every run of the picture.
         shown = Path("/home/me/.config/agent-tui/config.toml")
-        session.loaded = dataclasses.replace(session.loaded, user_config_path=shown)
-        session.provider = None
-        session.loop = None
-        session.provider_error = (
+        session._loaded = dataclasses.replace(session._loaded, user_config_path=shown)
+        session._provider = None
+        session._loop = None
+        session._provider_error = (
             "OPENAI_API_KEY is not set. Export it, or set OPENAI_BASE_URL to a server that "
             "needs no key."
         )
@@ -528,11 +535,11 @@ def approval_event() -> ApprovalRequested:
 async def publish(pilot: Pilot[int], app: AgentApp, events: list[Event]) -> None:
     """Publish on the real bus and wait until the UI has applied every event."""
     await app.session_ready.wait()
-    adapter = app._adapter
+    adapter = app.link.adapter
     assert adapter is not None
     target = adapter.events + len(events)
     for event in events:
-        app.session.bus.publish(event)
+        inner(app)._bus.publish(event)
     for _ in range(400):
         if adapter.events >= target and adapter._consumed.is_set():
             break
@@ -694,7 +701,7 @@ def scene(name: str) -> Scene:
 
         def make() -> AgentApp:
             app = make_app()
-            grants = app.session.policy.grants
+            grants = inner(app)._policy.grants
             for rule, scope in (
                 ("run_shell(git status)", "session"),
                 ("run_shell(npm run build:*)", "session"),

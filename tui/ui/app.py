@@ -23,6 +23,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -36,7 +37,7 @@ from textual.worker import Worker, WorkerState
 from tui.app_log import log_error
 from tui.errors import AgentTuiError
 from tui.locations import styles_dir
-from tui.ui.adapter import FRAME_SECONDS, BusAdapter
+from tui.ui.adapter import FRAME_SECONDS
 from tui.ui.approval.flow import ApprovalFlow
 from tui.ui.attention import Attention
 from tui.ui.block_actions import BlockActions
@@ -68,10 +69,8 @@ if TYPE_CHECKING:
     from textual.filter import LineFilter
     from textual.notifications import SeverityLevel
 
-    from tui.events import ApprovalRequested, Event
-    from tui.session import AgentSession, SessionFactory, SessionOpener, SettingsReload
-    from tui.ui.approval.modal import ApprovalScreen
-    from tui.ui.autoapprove import AutoApprove
+    from tui.events import Event
+    from tui.session_api import SessionAPI, SessionFactory, SessionOpener, SettingsReload
     from tui.views import TrustView
 
 STYLES = (
@@ -86,7 +85,7 @@ STYLES = (
 
 
 class AgentApp(App[int]):
-    """The agent's full-screen UI for one ``AgentSession``.
+    """The agent's full-screen UI for one ``SessionAPI``.
 
     Args:
         session: The wired session (its bus is read, its loop driven); None with ``builder``.
@@ -112,7 +111,7 @@ class AgentApp(App[int]):
 
     def __init__(
         self,
-        session: AgentSession | None = None,
+        session: SessionAPI | None = None,
         *,
         builder: SessionOpener | None = None,
         session_factory: SessionFactory | None = None,
@@ -156,42 +155,33 @@ class AgentApp(App[int]):
         self.approvals = ApprovalFlow(self, self.attention, monotonic)
         self.panes = PaneControl(self)
         self.usage = UsageMeter()
-        self.commands = SlashCommands(self, self.approvals, self.panes)
         self.block_actions = BlockActions(self, self.attention)
         self.link = SessionLink(
-            self, self.panes, self.approvals, self.usage, self.attention, self._deliver, frame
+            self,
+            self.panes,
+            self.approvals,
+            self.usage,
+            self.attention,
+            self._deliver,
+            partial(self.apply_events, replay=True),
+            frame,
         )
         self.link.session = session
         self.link.factory = session_factory
+        self.commands = SlashCommands(self, self.approvals, self.panes, self.link.switch)
         self._controls = ControlFilter()
 
     def get_line_filters(self) -> Sequence[LineFilter]:
         """Textual's filters, then the one that keeps control characters off the terminal."""
         return [*super().get_line_filters(), self._controls]
 
-    # -- what tests and the palette read ---------------------------------------------------
-
     @property
-    def session(self) -> AgentSession:
-        if self._session is None:
+    def session(self) -> SessionAPI:
+        """The session shown (raises before the first one is attached)."""
+        session = self.link.session
+        if session is None:
             raise RuntimeError("the session is not ready yet")
-        return self._session
-
-    @property
-    def approval_open(self) -> tuple[ApprovalRequested, ApprovalScreen] | None:
-        return self.approvals.open
-
-    @property
-    def auto_approve(self) -> AutoApprove:
-        return self.approvals.auto_approve
-
-    @property
-    def holding_pane(self) -> bool:
-        return self.panes.holding
-
-    @property
-    def pane_target(self) -> str | None:
-        return self.panes.target
+        return session
 
     # -- layout ----------------------------------------------------------------------------
 
@@ -237,23 +227,15 @@ class AgentApp(App[int]):
         self.panels.fit(self.size.width)
         self.set_interval(1.0, self._tick)
         self.prompt.focus()
-        if self._session is not None:
-            self.link.attach(self._session)
-            await self.link.replay(self._replay)
+        if self.link.session is not None:
+            self.link.attach(self.link.session)
+            await self.link.replay()
         else:
             self.status.set(provider="", model="starting…")
             # After the first frame: the opener's imports would compete with it for the GIL.
             self.call_after_refresh(self._build_session)
 
     # -- the session -----------------------------------------------------------------------
-
-    @property
-    def _session(self) -> AgentSession | None:
-        return self.link.session
-
-    @property
-    def _adapter(self) -> BusAdapter | None:
-        return self.link.adapter
 
     @work(exclusive=True, group="build", exit_on_error=False, description="build the session")
     async def _build_session(self) -> None:
@@ -268,19 +250,12 @@ class AgentApp(App[int]):
         if self.link.factory is None:
             self.link.factory = factory
         self.link.attach(session)
-        await self.link.replay(self._replay)
+        await self.link.replay()
         queued, self._queued = self._queued, []
         for text in queued:
             await self.on_prompt_submitted(PromptSubmitted(text))
         if self.pick_session:
             await self.commands.sessions("")
-
-    async def switch_session(self, resume: str | None) -> None:
-        """``/clear`` (a new session) or ``/resume ID``, on the same backend."""
-        await self.link.switch(resume, self._replay)
-
-    async def _replay(self, saved: list[Event]) -> None:
-        await self.apply_events(saved, replay=True)
 
     async def ask_trust(self, trust: TrustView) -> bool:
         """Show what the workspace's files would change (its ``WorkspaceTrust``); True only if
@@ -302,8 +277,9 @@ class AgentApp(App[int]):
             if message.dropped:
                 self.status.set(dropped=message.dropped)
         finally:
-            if not message.replay and self._adapter is not None:
-                self._adapter.consumed()
+            adapter = self.link.adapter
+            if not message.replay and adapter is not None:
+                adapter.consumed()
 
     async def apply_events(self, events: list[Event], *, replay: bool = False) -> None:
         """One frame's events to every panel, inside one batch update."""
@@ -316,7 +292,7 @@ class AgentApp(App[int]):
             self.usage.show(self.status, self.session, self.tools.running)
 
     def _tick(self) -> None:
-        if self._session is None:
+        if self.link.session is None:
             return
         self.tools.tick(self.clock() * 1000)
         self.approvals.tick()
@@ -327,29 +303,35 @@ class AgentApp(App[int]):
         text = message.text
         stripped = text.strip()
         if stripped.startswith("/") and not stripped.startswith("//"):
-            await self.run_slash(stripped)
+            await self.commands.run(stripped)
             return
         await self.send_text(text)
 
     async def send_text(self, text: str) -> None:
         """The person's message to the agent (``!`` runs a command; a turn steers)."""
         stripped = text.strip()
-        if self._session is None:
+        if self.link.session is None:
             self._queued.append(text)
             self.chat.add_notice("starting up: this is sent as soon as the session is ready")
             return
         if stripped.startswith("!"):
             command = stripped[1:].strip()
             if command:
-                self.run_user_shell(command)
+                # ``!cmd``: the same path the agent's calls take (policy, approval, backend).
+                self.run_worker(
+                    self.session.run_user_command(command),
+                    group="shell",
+                    exit_on_error=False,
+                    description="a ! command typed by the user",
+                )
             return
         session = self.session
-        if session.loop is None:
+        problem = session.model_problem
+        if problem is not None:
             self.chat.add_user(text)
             self.chat.add_error(
                 "No model provider",
-                (session.provider_error or "no model provider is configured")
-                + " — see the banner above for what to set; !command works meanwhile.",
+                problem + " — see the banner above for what to set; !command works meanwhile.",
             )
             return
         if session.loop_running:
@@ -365,27 +347,19 @@ class AgentApp(App[int]):
             self.chat.add_notice(note, level="warning")
         await self.session.submit(attached.text, images=attached.images)
 
-    @work(group="shell", exit_on_error=False, description="a ! command typed by the user")
-    async def run_user_shell(self, command: str) -> None:
-        """``!cmd``: the same path the agent's calls take (policy, approval, backend, bus)."""
-        await self.session.run_user_command(command)
-
-    async def run_slash(self, text: str) -> None:
-        await self.commands.run(text, ready=self._session is not None)
-
     # -- keys ------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # While the person types into the pane, every key is theirs, except giving it back
         # and quitting.
-        if self._session is None and action in ("cancel_turn", "take_pane", "grants"):
+        if self.link.session is None and action in ("cancel_turn", "take_pane", "grants"):
             return False  # still starting: nothing to cancel, no pane, no grants yet
         if action == "release_pane":
-            return self.holding_pane
-        if action == "switch_panel" and not self.holding_pane:
+            return self.panes.holding
+        if action == "switch_panel" and not self.panes.holding:
             panels = getattr(self, "panels", None)  # set on mount
             return panels is not None and panels.narrow  # only stacked panels switch
-        return not self.holding_pane or action == "quit"
+        return not self.panes.holding or action == "quit"
 
     async def action_interrupt(self) -> None:
         """Ctrl+C: copy a selection, else cancel a running turn, else (twice) quit."""
@@ -412,7 +386,7 @@ class AgentApp(App[int]):
 
     def action_cycle_mode(self) -> None:
         """Shift+Tab in the prompt: the next approval mode (``tui.ui.habits``)."""
-        if self._session is None or not self._on_main_prompt() or self.prompt.popup.is_open:
+        if self.link.session is None or not self._on_main_prompt() or self.prompt.popup.is_open:
             raise SkipAction()
         cycle_mode(self)
 
@@ -433,7 +407,7 @@ class AgentApp(App[int]):
 
     def _busy(self) -> bool:
         """A turn or a ``!`` command is running: Ctrl+C cancels rather than quits."""
-        if self._session is None:
+        if self.link.session is None:
             return False
         return self.usage.turn_active or self.session.working
 
@@ -472,9 +446,6 @@ class AgentApp(App[int]):
     def action_latest_output(self) -> None:
         self.block_actions.open_output(self.focused)
 
-    def open_pager(self, call_id: str) -> None:
-        self.block_actions.open_pager(call_id)
-
     def action_grants(self) -> None:
         self.commands.grants("")
 
@@ -499,11 +470,9 @@ class AgentApp(App[int]):
     def _host_chosen(self, message: HostCell.Chosen) -> None:
         self.fleet.choose(message.host)
 
-    def action_release_pane(self) -> None:
-        self.panes.release()
-
     @on(PaneRelease)
-    def _pane_release(self) -> None:
+    def action_release_pane(self) -> None:
+        """Ctrl+] (a binding here, or the mirror's own ``PaneRelease``)."""
         self.panes.release()
 
     @on(PaneKeys)
@@ -576,7 +545,7 @@ class AgentApp(App[int]):
         self._wound_down = True
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
-        if self._session is None:
+        if self.link.session is None:
             return
         session = self.session
         self.link.unsubscribe()

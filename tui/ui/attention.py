@@ -9,12 +9,14 @@ while the terminal is away. The app hands it a way to write to the terminal, a t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from tui.ui.clipboard import Clipboard, block_command, block_output, inside_tmux
 from tui.ui.notify import Notifier, TurnClock
 
 if TYPE_CHECKING:
+    from tui.session_api import NotifyChoice
     from tui.ui.tools.block import ToolBlock
 
 
@@ -42,9 +44,9 @@ class Attention:
         self.notifier: Notifier | None = None
         """Set from ``[notify]`` once a session is attached; None rings nothing."""
 
-    def configure(self, notify: Any) -> None:
-        """``[notify]`` settings (``NotifySettings``) for the session now attached."""
-        self.notifier = Notifier(self.write, self.focused, **notify.model_dump())
+    def configure(self, notify: NotifyChoice) -> None:
+        """``[notify]`` settings for the session now attached."""
+        self.notifier = Notifier(self.write, self.focused, **asdict(notify))
 
     def copy(self, text: str, what: str = "") -> bool:
         return self.copier.copy(text, what=what)

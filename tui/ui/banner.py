@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from tui.session import AgentSession
+    from tui.session_api import SessionAPI
 
 
 def no_provider_text(reason: str, config_file: str | None = None) -> Text:
@@ -35,12 +35,12 @@ def no_provider_text(reason: str, config_file: str | None = None) -> Text:
     return text
 
 
-def session_text(session: AgentSession) -> Text:
+def session_text(session: SessionAPI) -> Text:
     """The model, where commands run and the approval mode, then how to start."""
     text = Text()
     text.append("agent-tui", "bold")
     text.append(f"  ·  {session.workspace}\n", "dim")
-    if session.provider is not None:
+    if session.has_model:
         text.append(f"{session.provider_name} · {session.model}", "bold")
     text.append(f" on {session.actor} · approvals: {session.approval_mode}")
     text.append("\nType a message, /help for commands, !cmd to run one yourself.", "dim")

@@ -22,16 +22,17 @@ MAX_DIFF_LINES = 400
 """Of ``/diff`` shown in the chat."""
 
 if TYPE_CHECKING:
-    from tui.session import AgentSession
+    from tui.session_api import SessionAPI
     from tui.ui.approval.flow import ApprovalFlow
     from tui.ui.host import AppHost
     from tui.ui.pane_control import PaneControl
 
 
 class SlashRunner(Protocol):
-    """The app as the palette sees it: something that runs a slash command."""
+    """The app as the palette sees it: it holds the slash commands."""
 
-    async def run_slash(self, text: str) -> None: ...
+    @property
+    def commands(self) -> SlashCommands: ...
 
 
 class SlashCommandProvider(Provider):
@@ -52,7 +53,7 @@ class SlashCommandProvider(Provider):
     async def discover(self) -> Hits:
         app = cast(SlashRunner, self.app)
         for text, _usage, help_text in self._entries():
-            yield DiscoveryHit(text, partial(app.run_slash, text), help=help_text)
+            yield DiscoveryHit(text, partial(app.commands.run, text), help=help_text)
 
     async def search(self, query: str) -> Hits:
         app = cast(SlashRunner, self.app)
@@ -63,7 +64,7 @@ class SlashCommandProvider(Provider):
                 yield Hit(
                     score,
                     matcher.highlight(text),
-                    partial(app.run_slash, text),
+                    partial(app.commands.run, text),
                     help=f"{usage} — {help_text}",
                 )
 
@@ -75,12 +76,21 @@ class SlashCommands:
         host: The app (chat, status bar, panels, screens, workers, session switching).
         approvals: The approval flow (``/approve`` opens and ends its window).
         panes: The pane control (``/pane`` picks the mirrored pane).
+        switch: Moves the app to a new (``None``) or saved session (``/clear``, ``/resume``,
+            ``/sessions``, ``/trust``).
     """
 
-    def __init__(self, host: AppHost, approvals: ApprovalFlow, panes: PaneControl) -> None:
+    def __init__(
+        self,
+        host: AppHost,
+        approvals: ApprovalFlow,
+        panes: PaneControl,
+        switch: Callable[[str | None], Awaitable[None]],
+    ) -> None:
         self.host = host
         self.approvals = approvals
         self.panes = panes
+        self.switch = switch
         self._handlers: dict[str, Callable[[str], Awaitable[None] | None]] = {
             "help": self.help,
             "approve": self.approve,
@@ -104,14 +114,16 @@ class SlashCommands:
             "quit": self.exit,
         }
 
-    async def run(self, text: str, *, ready: bool) -> None:
-        """Run ``/name argument``; before the session is ``ready`` only ``/help`` runs."""
+    async def run(self, text: str) -> None:
+        """Run ``/name argument``; before a session is attached only ``/help`` and ``/exit``
+        run."""
         chat = self.host.chat
+        ready = self.host.session_ready.is_set()
         try:
             command = parse_slash(text)
         except UnknownCommand as error:
             if not (ready and await self.user_command(text)):
-                held = ready and self.host.session.loaded.trust.pending
+                held = ready and self.host.session.trust().pending
                 wait = " (this workspace's own commands and skills wait for /trust)" if held else ""
                 chat.add_notice(f"{error}{wait}", level="warning")
             return
@@ -220,7 +232,7 @@ class SlashCommands:
 
     def model(self, argument: str) -> None:
         session, chat = self.host.session, self.host.chat
-        if session.provider is None:
+        if not session.has_model:
             chat.add_notice("no model provider: see the banner for what to set", level="warning")
             return
         if not argument:
@@ -232,7 +244,7 @@ class SlashCommands:
 
     def compact(self, argument: str) -> None:
         session = self.host.session
-        if session.loop is None:
+        if not session.has_model:
             self.host.chat.add_notice("no model provider: nothing to compact", level="warning")
             return
         self.host.run_worker(
@@ -245,13 +257,13 @@ class SlashCommands:
         )
 
     async def clear(self, argument: str) -> None:
-        await self.host.switch_session(None)
+        await self.switch(None)
 
     async def resume(self, argument: str) -> None:
         if not argument:
             await self.sessions("")
             return
-        await self.host.switch_session(argument)
+        await self.switch(argument)
 
     async def sessions(self, argument: str) -> None:
         host = self.host
@@ -259,7 +271,7 @@ class SlashCommands:
 
         async def chosen(session_id: str | None) -> None:
             if session_id is not None and session_id != host.session.session_id:
-                await host.switch_session(session_id)
+                await self.switch(session_id)
 
         from tui.ui.sessions.screen import SessionsScreen
 
@@ -297,7 +309,8 @@ class SlashCommands:
 
     def mcp(self, argument: str) -> None:
         session, chat = self.host.session, self.host.chat
-        if session.extensions is None:
+        described = session.describe_extensions()
+        if described is None:
             return
         verb, _, name = argument.partition(" ")
         if verb == "restart" and name.strip():
@@ -316,9 +329,9 @@ class SlashCommands:
         if verb:
             chat.add_notice("usage: /mcp, /mcp restart NAME, /mcp trust", level="warning")
             return
-        chat.add_info("/mcp", session.describe_extensions() or "")
+        chat.add_info("/mcp", described)
 
-    async def _restart_mcp(self, session: AgentSession, name: str) -> None:
+    async def _restart_mcp(self, session: SessionAPI, name: str) -> None:
         chat = self.host.chat
         try:
             await session.restart_extension(name)
@@ -329,7 +342,7 @@ class SlashCommands:
 
     def trust(self, argument: str) -> None:
         chat = self.host.chat
-        trust = self.host.session.loaded.trust
+        trust = self.host.session.trust()
         if not trust.held:
             chat.add_notice(
                 "nothing here waits for trust: this workspace's files only tighten your settings"
@@ -354,18 +367,15 @@ class SlashCommands:
         the screen's answer arrives through the app's own message queue)."""
         host = self.host
         session = host.session
-        loaded = session.loaded
-        trust = loaded.trust
+        trust = session.trust()
         if not await host.ask_trust(trust):
-            from tui.session import untrusted_notice
-
-            host.chat.add_notice(untrusted_notice(trust), level="warning")
+            host.chat.add_notice(session.untrusted_notice(), level="warning")
             return
         await session.trust_workspace()
         if host.reload_settings is not None:
             await host.reload_settings()
-        await host.switch_session(session.session_id)
-        host.chat.add_notice(f"trusted {trust.key} in {loaded.user_config_path}")
+        await self.switch(session.session_id)
+        host.chat.add_notice(f"trusted {trust.key} in {session.config_path()}")
 
     def tools(self, argument: str) -> None:
         rows = ["| tool | permission | state |", "|---|---|---|"]

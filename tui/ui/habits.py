@@ -2,7 +2,7 @@
 
 - Shift+Tab in the prompt cycles the approval mode (ask → auto-edit → read-only; full-auto too
   when the session was started in it, as Claude Code offers bypass only when launched with
-  it), through ``AgentSession.set_approval_mode``, so the watched shell moves into the new
+  it), through ``SessionAPI.set_approval_mode``, so the watched shell moves into the new
   mode's walls exactly as ``/mode`` does.
 - Ctrl+D on an empty prompt quits; with text in it, it deletes as before.
 - The theme chosen in the palette is kept for the next start (``ui-state.json`` in the data
@@ -35,7 +35,7 @@ def next_mode(current: str, started_in: str) -> str:
 def cycle_mode(host: AppHost) -> None:
     """Shift+Tab: the next approval mode, said in the chat and the status bar."""
     session = host.session
-    started = str(session.loaded.settings.approval.mode.value)
+    started = session.start_mode
     mode = next_mode(session.approval_mode, started)
     session.set_approval_mode(mode)
     host.status.set(mode=session.approval_mode, sandbox=session.sandbox_status)

@@ -12,10 +12,12 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from textual.notifications import SeverityLevel
     from textual.screen import Screen
     from textual.worker import Worker
 
-    from tui.session import AgentSession, SettingsReload
+    from tui.events import FleetHostState
+    from tui.session_api import SessionAPI, SettingsReload
     from tui.ui.chat.panel import ChatPanel
     from tui.ui.chat.todo import TodoList
     from tui.ui.mirror.pane import MirrorPanel, PaneFrame
@@ -30,9 +32,9 @@ class FleetPanel(Protocol):
     """A fleet's host list and grid, as the session link and the event router use them
     (``tui.ui.fleet.control.FleetView``)."""
 
-    def attach(self, session: AgentSession) -> None: ...
+    def attach(self, session: SessionAPI) -> None: ...
 
-    def host_state(self, event: Any) -> None: ...
+    def host_state(self, event: FleetHostState) -> None: ...
 
     def frame(self, frame: PaneFrame) -> bool: ...
 
@@ -54,7 +56,7 @@ class AppHost(Protocol):
     format_time: Callable[[float], str] | None
 
     @property
-    def session(self) -> AgentSession: ...
+    def session(self) -> SessionAPI: ...
 
     async def send_text(self, text: str) -> None:
         """Send ``text`` as the person's message (no slash command is read in it)."""
@@ -68,7 +70,7 @@ class AppHost(Protocol):
         self,
         message: str,
         *,
-        severity: Any = ...,
+        severity: SeverityLevel = ...,
         timeout: float | None = ...,
         markup: bool = ...,
     ) -> None: ...
@@ -91,7 +93,5 @@ class AppHost(Protocol):
     ) -> Any: ...
 
     async def push_screen_wait(self, screen: Screen[Any]) -> Any: ...
-
-    async def switch_session(self, resume: str | None) -> None: ...
 
     async def ask_trust(self, trust: TrustView) -> bool: ...

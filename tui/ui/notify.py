@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
-DesktopKind = Literal["osc9", "osc777", "both", "off"]
+from tui.session_api import DesktopKind
+
 TITLE = "agent-tui"
 MAX_BODY = 160
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]+")

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from tui.ui.mirror.keys import KeysNotSent, Typed, forward
+from tui.session_api import KeysNotSent, Typed
 from tui.ui.mirror.pane_size import PaneSizeFollower
 
 if TYPE_CHECKING:
-    from tui.session import AgentSession
+    from tui.session_api import SessionAPI
     from tui.ui.host import AppHost
     from tui.ui.mirror.pane import PaneFrame
 
@@ -50,10 +50,10 @@ class PaneControl:
 
     # -- following -------------------------------------------------------------------------
 
-    def attach(self, session: AgentSession) -> None:
-        """Show what ``session``'s backend allows: frames, the pane's size following the box."""
+    def attach(self, session: SessionAPI) -> None:
+        """Show what ``session``'s target allows: frames, the pane's size following the box."""
         mirror = self.host.mirror
-        if not session.supports_tmux:
+        if not session.has_pane():
             mirror.set_unavailable(f"no tmux pane: the backend is {session.actor}")
             return
         mirror.set_unavailable(None)
@@ -65,12 +65,10 @@ class PaneControl:
             exit_on_error=False,
             description="pane frames",
         )
-        pane = session.pane()
-        if pane is not None:
-            self._sizer = PaneSizeFollower(
-                pane.resize_pane, on_resized=self._resized, on_error=self._resize_failed
-            )
-            self.fit()
+        self._sizer = PaneSizeFollower(
+            session.resize_pane, on_resized=self._resized, on_error=self._resize_failed
+        )
+        self.fit()
 
     def agent_acted(self, actor: str) -> None:
         """A tool call started on ``actor``: follow its pane, if it has one."""
@@ -137,7 +135,7 @@ class PaneControl:
     def take(self) -> None:
         host = self.host
         session = host.session
-        if session.pane(self.fleet_host) is None:
+        if not session.has_pane(self.fleet_host):
             host.notify(
                 f"no tmux pane: the backend is {session.actor}", severity="warning", markup=False
             )
@@ -183,17 +181,13 @@ class PaneControl:
 
     async def _send(self) -> None:
         """Send what was typed, in order; a failure is said once per take-over, never ends it."""
-        pane = self.host.session.pane(self.fleet_host)
-        if pane is None:  # ``take`` already refused a target without tmux
-            self._keys.clear()
-            self._sending = False
-            return
+        session = self.host.session
         try:
             while self._keys and self.target is not None:
                 batch = list(self._keys)
                 self._keys.clear()
                 try:
-                    await forward(pane.send_typed, self.target, batch)
+                    await session.send_to_pane(self.fleet_host, self.target, batch)
                 except KeysNotSent as failed:
                     if not self._keys_failing:
                         self._keys_failing = True

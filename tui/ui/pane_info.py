@@ -1,9 +1,9 @@
 """What ``/pane`` says: the agent's tmux session, how to attach to it, whether it is kept.
 
 The agent's shell lives in a tmux session of its own; a person may want to watch or join it
-from another terminal, or keep it past quitting. Everything is asked of the session's pane
-(``AgentSession.pane``), which knows its socket and session; a target without tmux has nothing
-to tell. Where the person's own tmux pane is, the session tells (``AgentSession.user_pane``).
+from another terminal, or keep it past quitting. The session knows the tmux session behind its
+pane (``SessionAPI.pane_session``) and where the person's own tmux pane is
+(``SessionAPI.user_pane``); a target without tmux has nothing to tell.
 """
 
 from __future__ import annotations
@@ -11,38 +11,35 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tui.session import AgentSession
+    from tui.session_api import SessionAPI
 
 
-async def pane_lines(session: AgentSession) -> list[str]:
+async def pane_lines(session: SessionAPI) -> list[str]:
     """The session, the exact attach command, and the person's own tmux pane if any."""
-    pane = session.pane()
     lines: list[str] = []
-    if pane is not None:
-        kept = await pane.is_kept()
+    tmux = await session.pane_session()
+    if tmux is not None:
         fate = (
             "kept after you quit: /pane close closes it then"
-            if kept
+            if tmux.kept
             else "closed when you quit: /pane keep keeps it"
         )
-        lines.append(f"the agent's shell: tmux session {pane.default_session} ({fate})")
-        lines.append(f"watch or join it from another terminal: {pane.attach_command()}")
+        lines.append(f"the agent's shell: tmux session {tmux.name} ({fate})")
+        lines.append(f"watch or join it from another terminal: {tmux.attach}")
     mine = await session.user_pane()
     if mine is not None:
         lines.append(mine)
     return lines
 
 
-async def set_kept(session: AgentSession, keep: bool) -> str:
+async def set_kept(session: SessionAPI, keep: bool) -> str:
     """``/pane keep`` / ``/pane close``: the answer to show."""
-    pane = session.pane()
-    if pane is None:
+    tmux = await session.keep_pane(keep)
+    if tmux is None:
         return f"no tmux session to keep: the backend is {session.actor}"
-    await pane.set_kept(keep)
-    name = pane.default_session
     if keep:
         return (
-            f"the agent's session {name} stays when you quit; the next agent-tui started in "
+            f"the agent's session {tmux.name} stays when you quit; the next agent-tui started in "
             "this workspace re-attaches it"
         )
-    return f"the agent's session {name} closes when you quit"
+    return f"the agent's session {tmux.name} closes when you quit"

@@ -21,7 +21,7 @@ from tui.ui.prompt.completer import SessionSource
 if TYPE_CHECKING:
     from tui.bus import Subscription
     from tui.events import Event
-    from tui.session import AgentSession, SessionFactory
+    from tui.session_api import SessionAPI, SessionFactory
     from tui.ui.approval.flow import ApprovalFlow
     from tui.ui.attention import Attention
     from tui.ui.host import AppHost
@@ -46,6 +46,7 @@ class SessionLink:
         usage: Counts the session's tokens.
         attention: Configured by the session's notify settings.
         deliver: Where each frame's events go (the app posts them to itself).
+        replay: Shows a resumed session's saved events (marked as a replay).
         frame: Seconds per adapter batch.
     """
 
@@ -57,6 +58,7 @@ class SessionLink:
         usage: UsageMeter,
         attention: Attention,
         deliver: Deliver,
+        replay: Apply,
         frame: float,
     ) -> None:
         self.host = host
@@ -65,15 +67,16 @@ class SessionLink:
         self.usage = usage
         self.attention = attention
         self.deliver = deliver
+        self.replay_events = replay
         self.frame = frame
-        self.session: AgentSession | None = None
+        self.session: SessionAPI | None = None
         self.factory: SessionFactory | None = None
         """Builds a new or resumed session for ``/clear`` and ``/resume``."""
         self.adapter: BusAdapter | None = None
         self.router: EventRouter | None = None
         self._subscription: Subscription | None = None
 
-    def attach(self, session: AgentSession) -> None:
+    def attach(self, session: SessionAPI) -> None:
         """Subscribe to ``session``'s bus and show what it is."""
         from tui.ui.routing import EventRouter  # the event classes: after the first frame
 
@@ -85,9 +88,9 @@ class SessionLink:
         host.session_ready.set()
         host.refresh_bindings()  # the footer shows what is possible now
         host.tools.spill_dir = tool_output_dir() / "ui" / session.session_id
-        host.tools.spill_cap = session.loaded.settings.agent.output_disk_cap
-        self.attention.configure(session.loaded.settings.notify)
-        self._subscription = session.bus.subscribe("ui")
+        host.tools.spill_cap = session.output_disk_cap()
+        self.attention.configure(session.notify_choice())
+        self._subscription = session.subscribe("ui")
         self.adapter = BusAdapter(self._subscription, self.deliver, frame=self.frame)
         host.run_worker(
             self.adapter.run,
@@ -107,13 +110,13 @@ class SessionLink:
         self.panes.attach(session)
         host.fleet.attach(session)
         host.prompt.completion_source = SessionSource(session)
-        if session.loop is None:
-            reason = session.provider_error or "no model provider is configured"
-            config = str(session.loaded.user_config_path)
-            host.chat.add_banner(no_provider_text(reason, config), warning=True)
+        problem = session.model_problem
+        if problem is not None:
+            config = str(session.config_path())
+            host.chat.add_banner(no_provider_text(problem, config), warning=True)
         else:
             host.chat.add_banner(session_text(session))
-        for warning in session.warnings:
+        for warning in session.startup_warnings():
             # Said while the session was built, before this app listened to its bus.
             host.chat.add_notice(warning, level="warning")
         host.run_worker(
@@ -125,16 +128,16 @@ class SessionLink:
         )
 
     @staticmethod
-    async def _start_extensions(session: AgentSession) -> None:
+    async def _start_extensions(session: SessionAPI) -> None:
         """Adapter tools arrive while the person types; jobs run while the app is open."""
         session.start_scheduler()
         await session.start_extensions()
 
     def unsubscribe(self) -> None:
         if self.session is not None and self._subscription is not None:
-            self.session.bus.unsubscribe(self._subscription)
+            self.session.unsubscribe(self._subscription)
 
-    async def switch(self, resume: str | None, apply: Apply) -> None:
+    async def switch(self, resume: str | None) -> None:
         """``/clear`` (a new session) or ``/resume ID``, on the same backend."""
         host, old = self.host, self.session
         if old is None:
@@ -146,7 +149,7 @@ class SessionLink:
             host.chat.add_notice("the agent is working: esc cancels it first", level="warning")
             return
         try:
-            new = self.factory(resume, old.backend)
+            new = self.factory(resume)
         except AgentTuiError as error:
             host.chat.add_notice(error.msg, level="warning")
             return
@@ -156,10 +159,10 @@ class SessionLink:
         host.tools.clear_blocks()
         self.usage.reset()
         self.attach(new)
-        await self.replay(apply)
+        await self.replay()
 
-    async def replay(self, apply: Apply) -> None:
-        """A resumed session shows its saved story (``apply`` marks it as a replay)."""
+    async def replay(self) -> None:
+        """A resumed session shows its saved story."""
         session = self.session
         if session is None or not session.has_history:
             return
@@ -167,7 +170,7 @@ class SessionLink:
             saved = await session.saved_story()
         except Exception:
             return
-        await apply(saved[-REPLAY_EVENTS:])
+        await self.replay_events(saved[-REPLAY_EVENTS:])
         for block in self.host.tools.blocks.values():
             if not block.state.finished:
                 block.state.status = "cancelled"

@@ -12,11 +12,10 @@ from collections.abc import Mapping
 from typing import Literal
 
 from tui.agent.providers.base import Provider, ProviderError
+from tui.choices import ProviderName
 from tui.security.own_environ import process_environ
 
 __all__ = ["ENV_VARS", "ProviderName", "make_provider"]
-
-ProviderName = Literal["openai", "openai-responses", "anthropic"]
 
 ENV_VARS: dict[str, tuple[str, str]] = {
     "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),

@@ -6,10 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr, model_validator
 
+from tui.choices import ProviderName
 from tui.config.sections import SECTION, HttpUrl
-
-ProviderName = Literal["openai", "openai-responses", "anthropic"]
-
 
 DEFAULT_MODELS: dict[str, str] = {
     "openai": "gpt-4.1",

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from tui.choices import ProviderName
 from tui.config.sections import SECTION, HttpUrl
 
 ThinkingLevel = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
@@ -33,7 +34,7 @@ class SubAgentSettings(BaseModel):
     model: str | None = None
     """A model of its own; unset: the session's model (or the provider's default model when
     ``provider`` differs)."""
-    provider: Literal["openai", "openai-responses", "anthropic"] | None = None
+    provider: ProviderName | None = None
     """Another provider; its key comes from the environment (ANTHROPIC_API_KEY, ...)."""
     base_url: HttpUrl | None = None
     """Another endpoint for its requests (from a workspace file, this waits for trust)."""

@@ -1,7 +1,7 @@
 """The approval flow: requests wait in a queue, one modal at a time, or pass in a window.
 
 A request the session asks the person about is shown in an ``ApprovalScreen``; the answer
-goes back through ``AgentSession.answer_approval``. While ``/approve 10m`` runs, each request
+goes back through ``SessionAPI.answer_approval``. While ``/approve 10m`` runs, each request
 is allowed at once and listed in the chat. A request answered or ended elsewhere (a timeout,
 a cancel, its call completing) takes its modal and its place in the queue with it.
 """

@@ -8,7 +8,7 @@ for one host; f7 again goes back to the grid. A session on one target shows none
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tui.ui.fleet.grid import MirrorGrid, host_of
 from tui.ui.fleet.hosts import HostList
@@ -16,7 +16,8 @@ from tui.ui.fleet.hosts import HostList
 if TYPE_CHECKING:
     from textual.widget import Widget
 
-    from tui.session import AgentSession
+    from tui.events import FleetHostState
+    from tui.session_api import SessionAPI
     from tui.ui.host import AppHost
     from tui.ui.mirror.pane import PaneFrame
     from tui.ui.pane_control import PaneControl
@@ -54,7 +55,7 @@ class FleetView:
     def showing_grid(self) -> bool:
         return self.active and self.host.mirror.has_class("-grid")
 
-    def attach(self, session: AgentSession) -> None:
+    def attach(self, session: SessionAPI) -> None:
         """Show the fleet of ``session`` (nothing for a session on one target)."""
         self.names = session.fleet_hosts
         self.focused = session.default_host
@@ -80,7 +81,7 @@ class FleetView:
 
     # -- events ------------------------------------------------------------------------------
 
-    def host_state(self, event: Any) -> None:
+    def host_state(self, event: FleetHostState) -> None:
         self.hosts.apply(event)
         if self.grid is not None:
             self.grid.set_state(event.host, event.state, event.last_exit)

@@ -7,12 +7,15 @@ own bubblewrap confines its commands, ``rater`` where only the command rater dec
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.widgets import Static
 
 from tui.safe_text import one_line
+
+if TYPE_CHECKING:
+    from tui.events import FleetHostState
 
 STATE_MARKS = {
     "idle": ("○", "dim"),
@@ -31,7 +34,7 @@ class HostList(Static):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id)
-        self.hosts: dict[str, Any] = {}
+        self.hosts: dict[str, FleetHostState] = {}
         """The latest ``FleetHostState`` of each host."""
         self.order: list[str] = []
 
@@ -41,7 +44,7 @@ class HostList(Static):
         self.border_title = f"hosts ({len(names)})"
         self.redraw()
 
-    def apply(self, event: Any) -> None:
+    def apply(self, event: FleetHostState) -> None:
         if event.host not in self.order:
             self.order.append(event.host)
         self.hosts[event.host] = event

@@ -6,16 +6,14 @@ it; named keys (arrows, F-keys, Ctrl/Alt combinations), which go as tmux key nam
 writes the escape sequence the pane's program asked for (cursor-key mode, extended keys);
 and pastes, which go through a tmux buffer and ``paste-buffer -p`` (bracketed when the
 program asked for it). Ctrl+] is never forwarded: it is how the person gives the keyboard
-back.
+back. The session sends them (``SessionAPI.send_to_pane``), in order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Literal
-
 from textual import events
+
+from tui.session_api import Typed
 
 RELEASE_KEYS = frozenset({"ctrl+right_square_bracket"})
 
@@ -46,18 +44,6 @@ _SYMBOLS = {
     "circumflex_accent": "^",
     "underscore": "_",
 }
-
-Kind = Literal["text", "key", "paste"]
-
-
-@dataclass(frozen=True)
-class Typed:
-    """One thing the person typed, in the form the pane gets it."""
-
-    kind: Kind
-    """``text`` (sent as bytes), ``key`` (one tmux key name) or ``paste``."""
-    data: str
-    """The text, the pasted text, or the key name (``Enter``, ``C-c``, ``M-f``, ``F5``)."""
 
 
 def typed_for(event: events.Key) -> Typed | None:
@@ -110,41 +96,4 @@ def _key_name(modifiers: list[str], base: str) -> str | None:
     return None
 
 
-def coalesce(items: Sequence[Typed]) -> list[Typed]:
-    """Join runs of text, so a burst of typing is one send; never reorders anything."""
-    merged: list[Typed] = []
-    for item in items:
-        if item.kind == "text" and merged and merged[-1].kind == "text":
-            merged[-1] = Typed("text", merged[-1].data + item.data)
-        else:
-            merged.append(item)
-    return merged
-
-
-TypedSink = Callable[[str, Kind, str], Awaitable[None]]
-"""Where typed things go, ``(pane id, kind, data)``: the ``send_typed`` of the pane the
-session hands out (``AgentSession.pane``)."""
-
-
-class KeysNotSent(Exception):
-    """A send failed; ``unsent`` is what did not reach the pane, the failed item first."""
-
-    def __init__(self, error: Exception, unsent: list[Typed]) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.unsent = unsent
-
-
-async def forward(send: TypedSink, pane_id: str, items: Sequence[Typed]) -> None:
-    """Send ``items`` to the pane in order, runs of text joined.
-
-    Raises:
-        KeysNotSent: a send failed; nothing after it was sent, so nothing arrives out of
-            order.
-    """
-    batch = coalesce(items)
-    for index, item in enumerate(batch):
-        try:
-            await send(pane_id, item.kind, item.data)
-        except Exception as error:
-            raise KeysNotSent(error, batch[index:]) from error
+__all__ = ["RELEASE_KEYS", "Typed", "typed_for", "typed_paste"]

@@ -1,13 +1,12 @@
 """The choices for a word, and where the session-dependent ones come from.
 
-``SessionSource`` answers from a live session: the provider's model and a few of its family for
+``SessionSource`` answers from a live session: its model and a few of its family for
 ``/model``, the saved sessions of this workspace for ``/resume``, the MCP servers for
 ``/mcp restart`` and the workspace's files (listed once per prompt, see ``FileCache``) for ``@``.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 from tui.ui.prompt.completion import (
@@ -21,13 +20,7 @@ from tui.ui.prompt.completion import (
 from tui.ui.prompt.workspace_files import FileCache
 
 if TYPE_CHECKING:
-    from tui.session import AgentSession
-
-KNOWN_MODELS: dict[str, tuple[str, ...]] = {
-    "anthropic": ("claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5"),
-    "openai": ("gpt-5", "gpt-5-mini", "gpt-4.1"),
-}
-"""A short list offered beside the session's own model; any name can still be typed."""
+    from tui.session_api import SessionAPI
 
 
 async def choices_for(word: Word, source: ArgumentSource | None) -> list[Choice]:
@@ -48,9 +41,9 @@ async def choices_for(word: Word, source: ArgumentSource | None) -> list[Choice]
 
 
 class SessionSource:
-    """``ArgumentSource`` for one ``AgentSession``."""
+    """``ArgumentSource`` for one ``SessionAPI``."""
 
-    def __init__(self, session: AgentSession) -> None:
+    def __init__(self, session: SessionAPI) -> None:
         self.session = session
         self.files = FileCache(session.list_workspace_files)
 
@@ -75,22 +68,16 @@ class SessionSource:
         return []
 
     def _models(self) -> list[Choice]:
-        provider = self.session.provider
-        if provider is None:
-            return []
-        names = [provider.model, *KNOWN_MODELS.get(provider.name, ())]
+        session = self.session
+        current, family = session.model, session.provider_name
         return [
-            Choice(name, name, "the current model" if name == provider.model else provider.name)
-            for name in dict.fromkeys(names)
+            Choice(name, name, "the current model" if name == current else family)
+            for name in session.model_choices()
         ]
 
     async def _sessions(self) -> list[Choice]:
-        store = self.session.store
-        infos = await asyncio.to_thread(store.list, self.session.workspace)
+        infos = await self.session.saved_sessions()
         return [Choice(info.id, info.id, info.preview[:60]) for info in infos[:30]]
 
     def _servers(self) -> list[Choice]:
-        extensions = self.session.extensions
-        mcp = getattr(extensions, "mcp", None) if extensions is not None else None
-        servers = getattr(mcp, "_servers", {}) if mcp is not None else {}
-        return [Choice(name, name, "MCP server") for name in servers]
+        return [Choice(name, name, "MCP server") for name in self.session.mcp_servers()]

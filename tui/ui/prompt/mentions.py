@@ -1,7 +1,7 @@
 """``@path`` in a prompt: the file is read through the policy and appended to the message.
 
 As in the peers, the message keeps the ``@path`` text and gains the file in a fenced block
-named by its path. The session reads it (``AgentSession.read_mentioned``) through the same
+named by its path. The session reads it (``SessionAPI.read_mentioned``) through the same
 guard as the agent's read tool (a secret, a NUL byte or, in workspace-only mode, a path outside
 the workspace is refused) and on its backend, so an SSH or container workspace reads its own
 file. What is attached is bounded per file and in total, with a note saying what was cut;

@@ -1,7 +1,7 @@
 """The workspace's files for ``@`` completion: listed once per prompt, never naming a secret.
 
 The session lists them on its target, through the policy's path guard
-(``AgentSession.list_workspace_files``); this cache keeps one listing while the person types a
+(``SessionAPI.list_workspace_files``); this cache keeps one listing while the person types a
 prompt, so each ``@`` completes at once, and drops it after each send.
 """
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tui.events import Usage
-    from tui.session import AgentSession
+    from tui.session_api import SessionAPI
     from tui.ui.status.bar import StatusBar
 
 
@@ -41,7 +41,7 @@ class UsageMeter:
         self.input_tokens = self.output_tokens = self.cached_tokens = self.context_tokens = 0
         self.cost = None
 
-    def show(self, status: StatusBar, session: AgentSession, running_tools: int) -> None:
+    def show(self, status: StatusBar, session: SessionAPI, running_tools: int) -> None:
         status.set(
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,

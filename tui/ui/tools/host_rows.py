@@ -8,7 +8,7 @@ it came back bounded, with the path of its whole saved output.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import events
@@ -17,6 +17,9 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from tui.safe_text import one_line
+
+if TYPE_CHECKING:
+    from tui.events import FanoutHostUpdate
 
 MARKS = {
     "queued": ("·", ""),
@@ -57,7 +60,7 @@ class HostRow(Static, can_focus=True):
         self.sandbox: str | None = None
         self.expanded = False
 
-    def apply(self, event: Any) -> None:
+    def apply(self, event: FanoutHostUpdate) -> None:
         self.status = str(event.status)
         self.exit_code = event.exit_code
         self.duration_ms = float(event.duration_ms or 0.0)
@@ -115,7 +118,7 @@ class HostRows(Vertical):
         self.call_id = call_id
         self.rows: dict[str, HostRow] = {}
 
-    def apply(self, event: Any) -> None:
+    def apply(self, event: FanoutHostUpdate) -> None:
         row = self.rows.get(event.host)
         if row is None:
             width = max([len(event.host), *(len(name) for name in self.rows)])
