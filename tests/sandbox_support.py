@@ -12,6 +12,7 @@ import hashlib
 import os
 import random
 import secrets
+import select
 import shutil
 import socket
 import subprocess
@@ -79,27 +80,45 @@ class CanaryListener:
         self.sock = socket.socket()
         self.sock.bind((self.host, 0))
         self.sock.listen(64)
+        self.sock.setblocking(False)
         self.port = self.sock.getsockname()[1]
-        self.connections = 0
+        self._count = 0
         self.received = b""
+        self._lock = threading.Lock()
         self._stop = False
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
+    @property
+    def connections(self) -> int:
+        """Every connection made so far, those still in the accept queue included: a command
+        that connected has ended by the time it is judged, so its connection is queued by now
+        even when the thread below has not come round to it (a loaded machine)."""
+        self._take_waiting()
+        return self._count
+
     def _serve(self) -> None:
-        self.sock.settimeout(0.2)
         while not self._stop:
             try:
-                client, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
+                select.select([self.sock], [], [], 0.2)
+            except (OSError, ValueError):
                 return
-            self.connections += 1
-            client.settimeout(0.5)
-            with contextlib.suppress(OSError):
-                self.received += client.recv(65536)
-            client.close()
+            self._take_waiting()
+
+    def _take_waiting(self) -> None:
+        with self._lock:
+            while True:
+                try:
+                    client, _ = self.sock.accept()
+                except (BlockingIOError, InterruptedError):
+                    return
+                except OSError:
+                    return
+                self._count += 1
+                client.settimeout(0.5)
+                with contextlib.suppress(OSError):
+                    self.received += client.recv(65536)
+                client.close()
 
     def close(self) -> None:
         self._stop = True
