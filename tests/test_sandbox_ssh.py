@@ -110,6 +110,39 @@ async def test_commands_on_the_host_meet_the_same_walls(
         await backend.close()
 
 
+async def test_a_hidden_file_gone_since_the_last_look_costs_one_command_not_thirty_seconds(
+    sshd: SshServer, remote: RemoteMachine
+) -> None:
+    """The host's places are probed at most every 30 s; a hidden file deleted meanwhile makes
+    bwrap refuse the next command, which brings the next look forward. (The file is this
+    test's own, not one in the host user's shared home, so tests beside it are not touched.)"""
+    secret = f"{remote.workspace}/vanishing.key"
+    made = await remote.probe.run(f"echo {CANARY} > {secret}", confinement=OUTSIDE)
+    assert made.exit_code == 0, made.stderr
+    backend = make_backend(sshd, default_cwd=remote.workspace)
+    box = RemoteSandbox(
+        workspace=remote.workspace,  # type: ignore[arg-type]
+        patterns=(*SECRET_PATHS, secret),
+        host=backend,
+        host_name="testhost",
+    )
+    said = await box.start()
+    assert said is not None and box.active, said
+    box.approval_mode = lambda: ApprovalMode.AUTO_EDIT
+    backend.sandbox = box
+    try:
+        await remote.probe.run(f"rm -f {secret}", confinement=OUTSIDE)
+        # Read-only: the workspace is not writable, so bwrap cannot make the cover's mount point.
+        refused = await backend.run("echo ran", confinement=READ_ONLY)
+        assert refused.exit_code == 1 and "bwrap: Can't" in refused.stderr, refused
+        assert refused.stdout == ""
+        assert any("looked up again" in note for note in refused.notices), refused.notices
+        ran = await backend.run("echo ran", confinement=READ_ONLY)
+        assert ran.exit_code == 0 and ran.stdout == "ran\n", ran
+    finally:
+        await backend.close()
+
+
 async def test_a_host_without_bwrap_says_the_rater_decides(
     sshd: SshServer, remote: RemoteMachine, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -36,7 +36,7 @@ from tui.exec.container.engine import detect_engine
 from tui.exec.container.process import start_process
 from tui.exec.container.runner import ExecRunner
 from tui.exec.container.wrapper import DRAIN_STDIN
-from tui.exec.sandbox.remote import confined_command
+from tui.exec.sandbox.remote import after_confined, confined_command
 from tui.exec.sandbox.sandbox import Sandbox
 from tui.security.confinement import Confinement
 
@@ -143,7 +143,7 @@ class ContainerBackend(CommandBackend):
             on_chunk=on_chunk,
             cancel=cancel,
         )
-        return result
+        return after_confined(self.sandbox, result)
 
     async def run_with_stdin(self, command: str, data: bytes) -> ExecResult:
         """Run ``command`` with ``data`` on its stdin, output collected (not streamed).

@@ -17,13 +17,15 @@ import shlex
 import time
 from dataclasses import dataclass, field
 
-from tui.exec.backend import ExecutionBackend
+from tui.exec.backend import ExecResult, ExecutionBackend
 from tui.exec.sandbox.bwrap import NO_USERNS, TRUSTED_DIRS
 from tui.exec.sandbox.places import ALWAYS_PRIVATE, CONTROL_NAMES, Places
 from tui.exec.sandbox.sandbox import Sandbox
 from tui.security.confinement import OUTSIDE, Confinement
 
 REFRESH = 30.0
+BWRAP_REFUSED = "bwrap: Can't"
+"""How bubblewrap's own refusals begin when a mount of the walls fails."""
 """Seconds a host's places are trusted before the next command looks them up again."""
 
 _PROBE_ARGS = (
@@ -131,6 +133,10 @@ class RemoteSandbox(Sandbox):
             )
         return f"no sandbox on {self.host_name}: {problem}. The rater alone decides there"
 
+    def look_again(self) -> None:
+        """The next command's places are probed afresh, not taken from the last look."""
+        self._found_at = float("-inf")
+
     async def places(self) -> Places:
         if self._places is None or time.monotonic() - self._found_at > REFRESH:
             facts = await self._probe()
@@ -184,3 +190,21 @@ async def confined_command(
     argv = [getattr(sandbox, "shell", "sh"), "-c", command]
     wrapped = await sandbox.wrap(argv, confinement, cwd=cwd)
     return command if wrapped == argv else shlex.join(wrapped)
+
+
+def after_confined(sandbox: Sandbox | None, result: ExecResult) -> ExecResult:
+    """A command bwrap may have refused to start: the host's places are looked up afresh.
+
+    The places are probed at most every ``REFRESH`` seconds; a hidden file gone since (a
+    history file rewritten) makes bwrap refuse every command until the next look. Its message
+    on stderr brings that look forward. A command can print the same words, and then it only
+    costs a probe: nothing is run again.
+    """
+    failed = result.exit_code == 1 and BWRAP_REFUSED in result.stderr
+    if isinstance(sandbox, RemoteSandbox) and sandbox.active and failed:
+        sandbox.look_again()
+        result.notices.append(
+            f"if bubblewrap on {sandbox.host_name} refused to build the walls (its message "
+            "above), nothing ran; the places it hides are looked up again for the next command"
+        )
+    return result
