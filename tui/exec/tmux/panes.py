@@ -64,6 +64,10 @@ class PromptHeld(BackendError):
     """The pane's prompt is not free for a command (see the message for why and what to do)."""
 
 
+FLOOD_WAIT_LIMIT = 30.0
+"""The longest a Ctrl-C's fresh prompt is waited for while the pane still streams output."""
+
+
 @dataclass
 class PromptWatch:
     """Follows one pane's markers as its output arrives (fed from ``%output``)."""
@@ -77,10 +81,13 @@ class PromptWatch:
     """The prompt's last marker (``in``, the end of PS1) was drawn: input starts after it."""
     typed: bool = False
     """Something visible was echoed after the prompt: text someone typed (and maybe left)."""
+    last_output: float = 0.0
+    """When output last arrived (``time.monotonic``): a flooding pane draws its prompt late."""
     _carry: bytes = b""
     _fresh: asyncio.Event = field(default_factory=asyncio.Event)
 
     def feed(self, chunk: bytes) -> None:
+        self.last_output = time.monotonic()
         window = self._carry + chunk
         seen = len(self._carry)
         self._carry = window[-MAX_MARKER_BYTES:]
@@ -157,14 +164,22 @@ async def discard_input(
     """
     fresh = watch.fresh_prompt()
     await send(f"send-keys -t {pane_id} C-c")
-    try:
-        await asyncio.wait_for(fresh.wait(), timeout)
-    except TimeoutError:
-        raise PromptHeld(
-            f"text was left at the prompt of pane {pane_id} and Ctrl-C brought no fresh "
-            "prompt; the command was not typed. Look with tmux_capture_pane, or use another "
-            "pane (tmux_create_pane)"
-        ) from None
+    # A job flooding the pane (``seq … >/dev/tty &``) puts megabytes between the Ctrl-C and
+    # the prompt it brings: wait while output still arrives, up to FLOOD_WAIT_LIMIT in all.
+    give_up = time.monotonic() + max(timeout, FLOOD_WAIT_LIMIT)
+    while True:
+        try:
+            await asyncio.wait_for(fresh.wait(), timeout)
+            return
+        except TimeoutError:
+            now = time.monotonic()
+            if now - watch.last_output >= timeout or now >= give_up:
+                break
+    raise PromptHeld(
+        f"text was left at the prompt of pane {pane_id} and Ctrl-C brought no fresh "
+        "prompt; the command was not typed. Look with tmux_capture_pane, or use another "
+        "pane (tmux_create_pane)"
+    )
 
 
 # -- what a command left running (local panes) -------------------------------------------------
