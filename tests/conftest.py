@@ -35,12 +35,12 @@ pytest_plugins = ["tests.container_image"]
 _call_ids = itertools.count(1)
 
 WORKERS_PER_CORE = 1
-"""Test processes per processor (``-n auto`` in ``[tool.pytest.ini_options]``). Much of the
+"""Test processes per processor when a run asks for ``-n auto``. Much of the
 suite waits on real processes (tmux, sshd, podman, bubblewrap, Chromium, a scripted model
 server), but the app's own tests compute: with two processes per core the Textual tests
 starved each other past their deadlines, with one they pass as they do alone.
-``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` overrides it; ``-n 0`` runs everything in this
-process (as ``--pdb`` does)."""
+``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` overrides it; without ``-n`` everything runs in
+this process (the default: see ``[tool.pytest.ini_options]``)."""
 MAX_WORKERS = 8
 
 
