@@ -21,7 +21,7 @@ from pathlib import Path
 
 import asyncssh
 
-from tests.sshd import DEFAULT_USER, SshServer
+from tests.sshd import DEFAULT_USER, SshdUnavailable, SshServer
 
 WEB = [f"web{n:02d}" for n in range(1, 13)]
 DB = [f"db{n}" for n in range(1, 5)]
@@ -184,3 +184,18 @@ def _write_files(lab: FleetLab) -> None:
 
 
 __all__ = ["ALIASED", "CACHE", "DB", "NAMES", "WEB", "FleetLab", "known_hosts_lines", "start_lab"]
+
+
+def lab_for_module(count: int) -> Iterator[FleetLab]:
+    """A module fixture's body: ``count`` hosts, skipped with the reason where sshd cannot
+    run, cleaned up after the module."""
+    import pytest
+
+    try:
+        running = start_lab(count)
+    except SshdUnavailable as error:
+        pytest.skip(str(error))
+    try:
+        yield running
+    finally:
+        running.cleanup()

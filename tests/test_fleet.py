@@ -21,9 +21,8 @@ import asyncssh
 import pytest
 
 from tests.conftest import with_metadata
-from tests.fleet_support import CACHE, DB, NAMES, WEB, FleetLab, known_hosts_lines, start_lab
+from tests.fleet_support import CACHE, DB, NAMES, WEB, FleetLab, known_hosts_lines, lab_for_module
 from tests.sandbox_support import SKIP_REASON, bwrap_works
-from tests.sshd import SshdUnavailable
 from tui.config import load_settings
 from tui.events import (
     ApprovalAnswer,
@@ -54,14 +53,7 @@ DEADLINE = 30.0
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[FleetLab]:
-    try:
-        running = start_lab(20)
-    except SshdUnavailable as error:
-        pytest.skip(str(error))
-    try:
-        yield running
-    finally:
-        running.cleanup()
+    yield from lab_for_module(20)
 
 
 @pytest.fixture(autouse=True)

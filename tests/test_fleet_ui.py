@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.fleet_support import FleetLab, start_lab
+from tests.fleet_support import FleetLab, lab_for_module
 from tests.sandbox_support import SKIP_REASON, bwrap_works
 from tests.scripted_server import ScriptedServer
-from tests.sshd import SshdUnavailable
 from tests.test_ui_app import app_for, approval_ready, send, shell_step, turn_done, until
 from tui.config import load_settings
 from tui.fleet_target import open_fleet
@@ -38,14 +37,7 @@ WAIT = 30.0
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[FleetLab]:
-    try:
-        running = start_lab(4)
-    except SshdUnavailable as error:
-        pytest.skip(str(error))
-    try:
-        yield running
-    finally:
-        running.cleanup()
+    yield from lab_for_module(4)
 
 
 @pytest.fixture

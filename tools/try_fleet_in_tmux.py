@@ -30,7 +30,7 @@ if str(ROOT) not in sys.path:
 
 from tests.fleet_support import start_lab  # noqa: E402
 from tools import try_in_tmux  # noqa: E402
-from tools.try_in_tmux import Walk, kill_tmux_server, model_server  # noqa: E402
+from tools.try_in_tmux import Walk, kill_tmux_server, model_server, summary  # noqa: E402
 
 FANOUT = {
     "tool_calls": [
@@ -127,11 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nkept {folder}")
         else:
             shutil.rmtree(folder, ignore_errors=True)
-    print("\n===== summary =====")
-    for problem in walker.problems:
-        print(f"- {problem}")
-    print("no step failed" if not walker.problems else f"{len(walker.problems)} problem(s)")
-    return 1 if walker.problems else 0
+    return summary(walker.problems)
 
 
 if __name__ == "__main__":

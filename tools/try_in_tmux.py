@@ -273,11 +273,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nkept {folder}")
         else:
             shutil.rmtree(folder, ignore_errors=True)
+    return summary(walker.problems)
+
+
+def summary(problems: list[str]) -> int:
+    """Print what went wrong (or that nothing did); the walk's exit status."""
     print("\n===== summary =====")
-    for problem in walker.problems:
+    for problem in problems:
         print(f"- {problem}")
-    print("no step failed" if not walker.problems else f"{len(walker.problems)} problem(s)")
-    return 1 if walker.problems else 0
+    print("no step failed" if not problems else f"{len(problems)} problem(s)")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
