@@ -4,10 +4,13 @@ The machine is shared and noisy, so every figure is measured in the same run as 
 and reported as a ratio too:
 
 * **first request**: exec of ``agent-tui -p`` → its first request reaching the loopback model
-  server; baseline: a bare ``python -c`` that imports ``httpx2`` and sends one request to the
-  same server (and ``python -c pass``, exec → exit), and the stack's floor: the same request
-  sent from ``asyncio`` after defining and validating one pydantic model, which any program
-  built on these three libraries pays before its first line of its own.
+  server, for a command run before (its first request remembered, so sent ahead of start-up:
+  ``tui.agent.providers.ahead``); baseline: a bare ``python -c`` that imports ``httpx2`` and
+  sends one request to the same server (and ``python -c pass``, exec → exit), and the stack's
+  floor: the same request sent from ``asyncio`` after defining and validating one pydantic
+  model, which any program built on these three libraries pays before its first line of its
+  own. **first request, nothing remembered**: the same with an empty data folder each time (a
+  new command line, workspace, configuration or day), paired with the bare request again.
 * **exit**: the final ``stream-json`` event read on the pipe → the process reaped; baseline:
   the same for ``python -c 'print(1)'``.
 * **first frame**: exec of the full-screen app in an 80x24 pseudo-terminal → the first frame
@@ -304,6 +307,11 @@ def main() -> int:
             server.add({"text": "hello"})
             return until_request(server, headless_command(server, "hi"), workspace, env)
 
+        def cold_request() -> float:
+            server.add({"text": "hello"})
+            fresh = dict(env, AGENT_TUI_DATA_DIR=tempfile.mkdtemp(dir=home, prefix="data-"))
+            return until_request(server, headless_command(server, "hi"), workspace, fresh)
+
         def bare_request() -> float:
             server.add({"text": "hello"})
             url = f"{server.openai_base_url}/chat/completions"
@@ -324,6 +332,8 @@ def main() -> int:
             bare_request()
         ours, base, ratio = paired(args.rounds, ours_request, bare_request)
         rows.append(("first request", ours, "bare httpx request", base, ratio))
+        cold, base, ratio = paired(args.rounds, cold_request, bare_request)
+        rows.append(("  nothing remembered", cold, "bare httpx request", base, ratio))
         floor = median([floor_request() for _ in range(args.rounds)])
         rows.append(("  beside the floor", ours, "asyncio+pydantic+httpx", floor, ours / floor))
         passed = median([python_pass() for _ in range(args.rounds)])

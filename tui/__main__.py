@@ -1,4 +1,4 @@
-from tui.cli import console
+from tui.launch import console
 
 if __name__ == "__main__":
     console()

@@ -126,6 +126,10 @@ class Extensions:
         if self.scheduler is not None:
             self.scheduler.wake()
 
+    def has_servers(self) -> bool:
+        """MCP servers or OpenAPI specs are configured: the tools depend on their answers."""
+        return self.mcp is not None or any(spec.enabled for spec in self.settings.openapi.values())
+
     async def start(self) -> None:
         """Start servers and load specs together; never raises."""
         try:

@@ -100,6 +100,10 @@ class Opening:
             StartupError: bad settings (exit 2), an unreachable target (1), an unknown
                 ``--resume`` id or a bad ``--json-schema`` (2), a session file in use (1).
         """
+        if self.choice.remote:
+            from tui.agent.providers.ahead import hold_back
+
+            hold_back("commands run elsewhere")
         loaded = await asyncio.to_thread(self._load)
         from tui.exec.backend import BackendError
         from tui.fleet_target import open_chosen

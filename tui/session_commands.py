@@ -128,6 +128,10 @@ class SessionCommands:
     async def start_extensions(self) -> None:
         """Start MCP servers and load OpenAPI specs (never raises; problems are notices)."""
         if self._extensions is not None:
+            if self._extensions.has_servers():
+                from tui.agent.providers.ahead import hold_back
+
+                hold_back("MCP or OpenAPI servers may change the tools")
             await self._extensions.start()
 
     def start_scheduler(self) -> None:

@@ -19,7 +19,6 @@ bundle, as for every OpenSSL program.
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 import threading
 from collections.abc import Callable
@@ -67,6 +66,8 @@ def prepare_plain() -> None:
 
 async def plain_context() -> ssl.SSLContext:
     """The one context for plain-http clients (``no_ca_context``)."""
+    import asyncio  # not at the top: ``adopt_now`` runs before asyncio is imported
+
     prepare_plain()
     assert _plain is not None
     return await asyncio.wrap_future(_plain)
@@ -74,6 +75,8 @@ async def plain_context() -> ssl.SSLContext:
 
 async def tls_context() -> ssl.SSLContext:
     """The shared context: the system's CAs, or the bundle ``SSL_CERT_FILE`` names."""
+    import asyncio
+
     global _context, _building
     if _context is None:
         prepare()
@@ -83,6 +86,21 @@ async def tls_context() -> ssl.SSLContext:
         if _building is building:
             _building = None
         _context = _context or context
+    return _context
+
+
+def adopt_now(*, tls: bool) -> ssl.SSLContext:
+    """The shared context (``tls``) or the one without CAs, made here and now, for the
+    request ``tui.agent.providers.ahead`` sends before anything else runs; the clients made
+    later find it ready."""
+    global _context, _plain
+    if not tls:
+        if _plain is None:
+            _plain = Future()
+            _plain.set_result(no_ca_context())
+        return _plain.result()
+    if _context is None:
+        _context = httpx.create_ssl_context()
     return _context
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import httpx2 as httpx
 
+from tui.agent.providers import ahead
 from tui.agent.providers.base import ProviderError, ProviderEvent, Retrying, StreamInterrupted
 from tui.agent.providers.context_errors import classify as classify_context_error
 from tui.tools.tls import needs_tls, plain_context, prepare_plain, tls_context
@@ -250,7 +251,10 @@ async def stream_with_retries(
         try:
             request = client.build_request("POST", url, json=body, headers=headers)
             async with asyncio.timeout(policy.idle_timeout):
-                response = await client.send(request, stream=True)
+                early = await ahead.claim(request) if attempt == 1 else None
+                response = early or await client.send(request, stream=True)
+            if attempt == 1 and early is None:
+                _remember(client, request, url, body, headers, api)
             try:
                 if response.is_success:
                     answering = True
@@ -298,6 +302,31 @@ async def stream_with_retries(
         log.info("%s request failed (%s); retrying in %.2fs", api.name, reason, pause)
         yield Retrying(reason, pause, attempt + 1, attempts, discard=yielded)
         await asyncio.sleep(pause)
+
+
+def _remember(
+    client: httpx.AsyncClient,
+    request: httpx.Request,
+    url: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    api: ApiInfo,
+) -> None:
+    """A ``-p`` run's first request, kept so the same command can send it ahead next time."""
+    from tui.security.own_environ import PROVIDER_KEY_VARIABLES, process_environ
+
+    environ = process_environ()
+    limits = client.timeout
+    ahead.remember(
+        request,
+        url=url,
+        body=body,
+        headers=headers,
+        secrets=api.secrets,
+        timeout=(limits.connect, limits.read, limits.write, limits.pool),
+        tls=needs_tls(url),
+        key_variables={name: environ[name] for name in PROVIDER_KEY_VARIABLES if name in environ},
+    )
 
 
 def _transport_failure(
