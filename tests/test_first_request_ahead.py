@@ -221,3 +221,18 @@ def test_the_early_and_the_real_client_build_the_same_bytes() -> None:
         "POST", url, json={**body, "stream": False}, headers=headers
     )
     assert _signature(early) != _signature(changed)
+
+
+def test_a_changed_file_the_command_line_names_stops_the_request_going_ahead(
+    place: Place,
+) -> None:
+    """Files found by what start-up opened, not by a list: here ``--json-schema FILE``."""
+    schema = place.workspace / "answer.schema.json"
+    schema.write_text('{"type": "object", "properties": {"a": {"type": "integer"}}}\n')
+    place.server.add({"text": '{"a": 1}'}, {"text": '{"a": 2}'}, {"text": '{"a": 3}'})
+    assert place.run("answer", "--json-schema", str(schema)).ahead["sent"] is False
+    assert place.run("answer", "--json-schema", str(schema)).ahead["sent"] is True
+    schema.write_text('{"type": "object", "properties": {"b": {"type": "integer"}}}\n')
+    changed = place.run("answer", "--json-schema", str(schema))
+    assert changed.ahead["sent"] is False
+    assert '"b"' in json.dumps(place.server.requests[-1].body)

@@ -158,7 +158,15 @@ class _Reads:
     def __call__(self, event: str, args: tuple[Any, ...]) -> None:
         if not self.on or event not in AUDITED or not args:
             return
+        try:  # an audit hook that raises would fail the open it watches
+            self._note(event, args)
+        except Exception:
+            pass
+
+    def _note(self, event: str, args: tuple[Any, ...]) -> None:
         path = args[0]
+        if isinstance(path, os.PathLike):
+            path = os.fspath(path)
         if event == "open" and (
             len(args) < 3
             or not isinstance(args[2], int)
