@@ -22,7 +22,8 @@ import httpx2 as httpx
 import pytest
 
 from tests.scripted_server import ScriptedServer
-from tui.agent.providers.ahead import FOLDER, KEY_MARK, _signature
+from tui.agent.providers.ahead import _signature
+from tui.agent.providers.ahead_memory import FOLDER, KEY_MARK
 
 DRIVER = Path(__file__).with_name("ahead_driver.py")
 KEY = "sk-test-ahead-0123456789abcdef"

@@ -22,18 +22,15 @@ Import-light: the standard library only, and httpx once there is something to se
 
 from __future__ import annotations
 
-import datetime
-import hashlib
-import json
 import os
-import stat
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from tui.agent.providers.ahead_memory import Command, Reads, Recalled, Sent, recall, write
 
 if TYPE_CHECKING:
     import asyncio
@@ -41,149 +38,15 @@ if TYPE_CHECKING:
 
     import httpx2 as httpx
 
-FORMAT = 1
-"""Bumped whenever what is remembered, or how, changes."""
-FOLDER = "first-request"
-"""Under the data folder; private to the user (0700, files 0600)."""
-KEEP = 32
-"""Remembered requests kept (one per command line, workspace and day); the oldest go first."""
-KEY_MARK = "\0agent-tui-key\0"
-"""Where the API key stands in a remembered header: the key itself is never written."""
+__all__ = ["Sent", "claim", "hold_back", "remember", "send_ahead"]
+
 SENT_WAIT = 0.1
 """Seconds the launcher waits for the early request to be written to the socket (the lock
 is free for it meanwhile); on a slow network start-up goes on beside it."""
-VOLATILE = frozenset({"_", "OLDPWD", "SHLVL", "PWD"})
-"""Variables a shell changes between two identical commands; nothing reads them."""
-NEIGHBOURS = (".agent-tui.toml", "AGENTS.md", "CLAUDE.md", ".mcp.json")
-"""Files a run may read from its folder or any folder above it, present or not."""
-WORKSPACE_PARTS = (".agent-tui", ".claude", ".agents")
-CONFIG_PARTS = ("config.toml", "AGENTS.md", "CLAUDE.md", "skills")
-AUDITED = frozenset({"open", "os.listdir", "os.scandir", "sqlite3.connect"})
-"""Audit events naming what start-up read: their paths join the remembered inputs."""
 
 
 def _prompt_flag(arg: str) -> bool:
     return arg in ("-p", "--prompt") or arg.startswith(("--prompt=", "-p"))
-
-
-def data_folder(environ: Mapping[str, str]) -> Path:
-    """``tui.locations.data_dir`` without importing platformdirs when the variable is set."""
-    override = environ.get("AGENT_TUI_DATA_DIR")
-    if override:
-        return Path(override)
-    from tui.locations import data_dir
-
-    return data_dir()
-
-
-def config_folder(environ: Mapping[str, str]) -> Path:
-    override = environ.get("AGENT_TUI_CONFIG_DIR")
-    if override:
-        return Path(override)
-    from tui.locations import config_dir
-
-    return config_dir()
-
-
-def command_key(argv: Sequence[str], index: int, cwd: str, environ: Mapping[str, str]) -> str:
-    """What identifies a run apart from its prompt (``argv[index]``): the program, the
-    command line, the folder, the environment and the day (the system prompt names it)."""
-    from tui import __version__
-
-    words = [None if i == index else arg for i, arg in enumerate(argv)]
-    facts = [
-        FORMAT,
-        __version__,
-        sys.executable,
-        cwd,
-        words,
-        sorted((k, v) for k, v in environ.items() if k not in VOLATILE),
-        datetime.date.today().isoformat(),
-    ]
-    return hashlib.sha256(json.dumps(facts).encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _look(path: str, *, content: bool = True) -> list[Any]:
-    """A path's state as remembered: kind, and for content also size, times and inode."""
-    try:
-        found = os.stat(path)
-    except (OSError, ValueError):
-        return [path, None]
-    if not content:
-        return [path, stat.S_IFMT(found.st_mode)]
-    return [path, found.st_mode, found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino]
-
-
-def _unchanged(inputs: Iterable[list[Any]]) -> bool:
-    for entry in inputs:
-        path, was = entry[0], entry[1:]
-        now = _look(path, content=len(was) > 1)[1:]
-        if now != was:
-            return False
-    return True
-
-
-def _stdin_quiet() -> bool:
-    """Nothing can be piped in (``tui.cli_args.piped_input`` would add it to the prompt)."""
-    try:
-        if sys.stdin is None or sys.stdin.isatty():
-            return True
-        mode = os.fstat(sys.stdin.fileno()).st_mode
-    except (OSError, ValueError, AttributeError):
-        return True
-    return not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode))
-
-
-def _plain_prompt(text: str) -> bool:
-    """A prompt sent as typed: not a command, a shell escape or a file mention."""
-    return bool(text.strip()) and text == text.strip() and text[0] not in "/!-" and "@" not in text
-
-
-# -- what start-up read ------------------------------------------------------------------------
-
-
-class _Reads:
-    """The files and folders start-up read, from the interpreter's audit events (never the
-    interpreter's own modules), until the first request is built."""
-
-    def __init__(self) -> None:
-        self.paths: dict[str, None] = {}
-        self.on = True
-        skip = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(__file__).parents[2])}
-        skip.update(p for p in sys.path if "-packages" in p)
-        self._skip = tuple(f"{p.rstrip('/')}/" for p in skip)
-        self._skip_exactly = frozenset(p.rstrip("/") for p in sys.path if p)
-        """Where modules are looked for (the import system lists them): not inputs."""
-
-    def __call__(self, event: str, args: tuple[Any, ...]) -> None:
-        if not self.on or event not in AUDITED or not args:
-            return
-        try:  # an audit hook that raises would fail the open it watches
-            self._note(event, args)
-        except Exception:
-            pass
-
-    def _note(self, event: str, args: tuple[Any, ...]) -> None:
-        path = args[0]
-        if isinstance(path, os.PathLike):
-            path = os.fspath(path)
-        if event == "open" and (
-            len(args) < 3
-            or not isinstance(args[2], int)
-            or args[2] & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)
-        ):
-            return  # written, not read: its own output is no input of the request
-        if isinstance(path, bytes):
-            path = os.fsdecode(path)
-        if not isinstance(path, str) or not path.startswith("/"):
-            return
-        if path.startswith(("/proc/", "/sys/", "/dev/", *self._skip)):
-            return
-        if path.endswith((".py", ".pyc", ".so", ".pth")) or path in self._skip_exactly:
-            return
-        if f"/{FOLDER}/" in path:
-            return  # the memory itself
-        self.paths[path] = None
 
 
 # -- the early request -------------------------------------------------------------------------
@@ -270,10 +133,7 @@ def _signature(request: httpx.Request) -> tuple[Any, ...]:
 
 @dataclass
 class _Run:
-    argv: list[str]
-    cwd: str
-    environ: dict[str, str]
-    reads: _Reads
+    command: Command
     early: _Early | None = None
     held_back: str | None = None
     asked: bool = False
@@ -297,71 +157,32 @@ def send_ahead(argv: Sequence[str], environ: Mapping[str, str] | None = None) ->
         cwd = os.getcwd()
     except OSError:
         return False
-    reads = _Reads()
+    reads = Reads()
     sys.addaudithook(reads)
-    _run = _Run(list(argv), cwd, environ, reads)
+    _run = run = _Run(Command(list(argv), cwd, environ, reads))
     try:
-        return _send_remembered(_run)
+        recalled = recall(run.command)
+        if recalled is None:
+            return False
+        run.early = _start(recalled)
     except Exception:  # a damaged memory, an odd URL: the ordinary start sends it
         return False
+    run.early.sent.wait(SENT_WAIT)
+    return True
 
 
-def _send_remembered(run: _Run) -> bool:
-    if not _stdin_quiet():
-        return False
-    folder = data_folder(run.environ) / FOLDER
-    for index, word in enumerate(run.argv):
-        if not _plain_prompt(word):
-            continue
-        path = folder / f"{command_key(run.argv, index, run.cwd, run.environ)}.json"
-        try:
-            with open(path, "rb") as file:
-                if not _private(os.fstat(file.fileno())):
-                    return False
-                memory = json.loads(file.read())
-        except (OSError, ValueError):
-            continue
-        if memory.get("format") != FORMAT or not _unchanged(memory["inputs"]):
-            return False
-        key = run.environ.get(memory["key_variable"])
-        if not key:
-            return False
-        body = memory["body"]
-        _place(body, memory["prompt_path"], word)
-        headers = {
-            name: value.replace(KEY_MARK, key) if isinstance(value, str) else value
-            for name, value in memory["headers"].items()
-        }
-        early = _start(memory["url"], body, headers, memory["timeout"], tls=memory["tls"])
-        run.early = early
-        early.sent.wait(SENT_WAIT)
-        return True
-    return False
-
-
-def _private(found: os.stat_result) -> bool:
-    """Written by this user and no one else can have changed it."""
-    return found.st_uid == os.getuid() and not found.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-
-
-def _place(body: Any, path: Sequence[str | int], value: str) -> None:
-    here = body
-    for step in path[:-1]:
-        here = here[step]
-    here[path[-1]] = value
-
-
-def _start(
-    url: str, body: Any, headers: dict[str, str], timeout: Sequence[float], *, tls: bool
-) -> _Early:
+def _start(recalled: Recalled) -> _Early:
     import httpx2 as httpx
 
-    context = _context(tls)
-    connect, read, write, pool = timeout
+    context = _context(recalled.tls)
+    connect, read, write_, pool = recalled.timeout
     client = httpx.Client(
-        timeout=httpx.Timeout(connect=connect, read=read, write=write, pool=pool), verify=context
+        timeout=httpx.Timeout(connect=connect, read=read, write=write_, pool=pool),
+        verify=context,
     )
-    request = client.build_request("POST", url, json=body, headers=headers)
+    request = client.build_request(
+        "POST", recalled.url, json=recalled.body, headers=recalled.headers
+    )
     early = _Early(client, request)
     threading.Thread(target=early.pump, name="first-request", daemon=True).start()
     return early
@@ -396,7 +217,7 @@ async def claim(request: httpx.Request) -> httpx.Response | None:
     if run is None or run.asked:
         return None
     run.asked = True
-    run.reads.on = False
+    run.command.reads.on = False
     early, run.early = run.early, None
     if early is None:
         return None  # the run stays, for ``remember``
@@ -465,17 +286,7 @@ def _adopted(
     )
 
 
-def remember(
-    request: httpx.Request,
-    *,
-    url: str,
-    body: Mapping[str, Any],
-    headers: Mapping[str, str],
-    secrets: Sequence[str],
-    timeout: Sequence[float | None],
-    tls: bool,
-    key_variables: Mapping[str, str],
-) -> None:
+def remember(sent: Sent, key_variables: Mapping[str, str]) -> None:
     """After the run's first request went out the ordinary way: keep it for the next run
     with the same command line, unless this run is one never sent ahead.
 
@@ -484,113 +295,9 @@ def remember(
     """
     global _run
     run, _run = _run, None
-    if run is None or not run.asked or run.held_back is not None or not _stdin_quiet():
+    if run is None or not run.asked or run.held_back is not None:
         return
     try:
-        _write(run, request, url, body, headers, secrets, timeout, tls, key_variables)
+        write(run.command, sent, key_variables)
     except (OSError, ValueError, TypeError):
         pass  # the next run starts the ordinary way
-
-
-def _write(
-    run: _Run,
-    request: httpx.Request,
-    url: str,
-    body: Mapping[str, Any],
-    headers: Mapping[str, str],
-    secrets: Sequence[str],
-    timeout: Sequence[float | None],
-    tls: bool,
-    key_variables: Mapping[str, str],
-) -> None:
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages or len(messages) > 2:
-        return  # history came first
-    last = len(messages) - 1
-    found = [
-        (index, ["messages", last, *path])
-        for index, word in enumerate(run.argv)
-        if _plain_prompt(word)
-        for path in _occurrences(messages[last], word)
-    ]
-    if len(found) != 1:
-        return  # the prompt is not one word of the command line
-    index, prompt_path = found[0]
-    if None in timeout:
-        return
-    key = secrets[0] if len(secrets) == 1 and len(secrets[0]) >= 8 else None
-    names = [name for name, value in key_variables.items() if key and value == key]
-    if key is None or len(names) != 1:
-        return
-    kept_headers = {name: value.replace(key, KEY_MARK) for name, value in headers.items()}
-    if KEY_MARK not in "".join(kept_headers.values()):
-        return
-    memory = {
-        "format": FORMAT,
-        "url": url,
-        "headers": kept_headers,
-        "key_variable": names[0],
-        "timeout": list(timeout),
-        "tls": tls,
-        "prompt_path": prompt_path,
-        "body": _with(body, prompt_path, ""),
-        "inputs": _inputs(run),
-    }
-    text = json.dumps(memory)
-    if key in text:
-        return
-    folder = data_folder(run.environ) / FOLDER
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    name = command_key(run.argv, index, run.cwd, run.environ)
-    temporary = folder / f".{name}.{os.getpid()}"
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-        file.write(text)
-    os.replace(temporary, folder / f"{name}.json")
-    _prune(folder)
-
-
-def _occurrences(value: Any, text: str, path: list[str | int] | None = None) -> list[list[Any]]:
-    path = path or []
-    if isinstance(value, str):
-        return [path] if value == text else []
-    if isinstance(value, Mapping):
-        items: Iterable[tuple[Any, Any]] = value.items()
-    elif isinstance(value, list):
-        items = enumerate(value)
-    else:
-        return []
-    return [hit for key, item in items for hit in _occurrences(item, text, [*path, key])]
-
-
-def _with(body: Mapping[str, Any], path: Sequence[str | int], value: str) -> Any:
-    copy = json.loads(json.dumps(body))
-    _place(copy, path, value)
-    return copy
-
-
-def _inputs(run: _Run) -> list[list[Any]]:
-    """Every path whose change may change the first request, as it is now."""
-    seen: dict[str, bool] = dict.fromkeys(run.reads.paths, True)
-    here = Path(run.cwd)
-    # The workspace is the cwd, or a folder the command line names (--workspace DIR).
-    named = (Path(here, word) for word in run.argv if word and not word.startswith("-"))
-    workspaces = [here, *(path for path in named if path.is_dir())]
-    for workspace in dict.fromkeys(path.resolve() for path in workspaces):
-        for folder in (workspace, *workspace.parents):
-            for name in NEIGHBOURS:
-                seen.setdefault(str(folder / name), True)
-            seen.setdefault(str(folder / ".git"), False)  # only whether it is there
-        for name in WORKSPACE_PARTS:
-            seen.setdefault(str(workspace / name), True)
-    config = config_folder(run.environ)
-    for name in CONFIG_PARTS:
-        seen.setdefault(str(config / name), True)
-    seen.setdefault(str(config), True)
-    return [_look(path, content=content) for path, content in seen.items()]
-
-
-def _prune(folder: Path) -> None:
-    entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in entries[KEEP:]:
-        old.unlink(missing_ok=True)

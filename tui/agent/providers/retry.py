@@ -254,7 +254,7 @@ async def stream_with_retries(
                 early = await ahead.claim(request) if attempt == 1 else None
                 response = early or await client.send(request, stream=True)
             if attempt == 1 and early is None:
-                _remember(client, request, url, body, headers, api)
+                _remember(client, url, body, headers, api)
             try:
                 if response.is_success:
                     answering = True
@@ -306,7 +306,6 @@ async def stream_with_retries(
 
 def _remember(
     client: httpx.AsyncClient,
-    request: httpx.Request,
     url: str,
     body: dict[str, Any],
     headers: dict[str, str],
@@ -317,15 +316,16 @@ def _remember(
 
     environ = process_environ()
     limits = client.timeout
-    ahead.remember(
-        request,
+    sent = ahead.Sent(
         url=url,
         body=body,
         headers=headers,
         secrets=api.secrets,
         timeout=(limits.connect, limits.read, limits.write, limits.pool),
         tls=needs_tls(url),
-        key_variables={name: environ[name] for name in PROVIDER_KEY_VARIABLES if name in environ},
+    )
+    ahead.remember(
+        sent, {name: environ[name] for name in PROVIDER_KEY_VARIABLES if name in environ}
     )
 
 
