@@ -14,48 +14,62 @@ ends the sandbox's PID namespace ends the relay with it.
 
 from __future__ import annotations
 
+# The C modules under ``socket`` and ``threading``: this runs once per sandboxed command with
+# network, before the command itself, and those two wrappers (enum and all) would triple the
+# interpreter's start-up.
+import _socket
+import _thread
 import os
-import socket
 import sys
-import threading
 
 CHUNK = 65536
 
 
-def _pump(source: socket.socket, sink: socket.socket) -> None:
+def _pump(source: _socket.socket, sink: _socket.socket) -> None:
     try:
         while data := source.recv(CHUNK):
             sink.sendall(data)
     except OSError:
         pass
     finally:
-        for end, how in ((sink, socket.SHUT_WR), (source, socket.SHUT_RD)):
+        for end, how in ((sink, _socket.SHUT_WR), (source, _socket.SHUT_RD)):
             try:
                 end.shutdown(how)
             except OSError:
                 pass
 
 
-def _carry(client: socket.socket, proxy_path: str) -> None:
-    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _pump_then_release(
+    source: _socket.socket, sink: _socket.socket, done: _thread.LockType
+) -> None:
+    try:
+        _pump(source, sink)
+    finally:
+        done.release()
+
+
+def _carry(client: _socket.socket, proxy_path: str) -> None:
+    upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         upstream.connect(proxy_path)
     except OSError:
         client.close()
         upstream.close()
         return
-    back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
-    back.start()
+    back_done = _thread.allocate_lock()
+    back_done.acquire()
+    _thread.start_new_thread(_pump_then_release, (upstream, client, back_done))
     _pump(client, upstream)
-    back.join()
+    back_done.acquire()  # the way back has finished too
     client.close()
     upstream.close()
 
 
-def _serve(listener: socket.socket, proxy_path: str) -> None:
+def _serve(listener: _socket.socket, proxy_path: str) -> None:
     while True:
-        client, _ = listener.accept()
-        threading.Thread(target=_carry, args=(client, proxy_path), daemon=True).start()
+        fd, _ = listener._accept()  # type: ignore[attr-defined]  # socket.accept, without its wrapper
+        client = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM, 0, fd)
+        _thread.start_new_thread(_carry, (client, proxy_path))
 
 
 def main(argv: list[str]) -> int:
@@ -63,8 +77,8 @@ def main(argv: list[str]) -> int:
         print("usage: relay.py SOCKET PORT -- COMMAND...", file=sys.stderr)
         return 2
     proxy_path, port, command = argv[0], int(argv[1]), argv[3:]
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
     listener.listen(64)
     if os.fork() == 0:
