@@ -100,24 +100,37 @@ def place(tmp_path: Path) -> Iterator[Place]:
         yield Place(tmp_path, workspace, server)
 
 
+def remembered(place: Place, prompt: str = "first", *extra: str) -> None:
+    """Two runs of the command: the first remembers its request, the second confirms it (it
+    built the same), so the third may send it ahead."""
+    place.server.add({"text": "one"}, {"text": "two"})
+    for _ in range(2):
+        run = place.run(prompt, *extra)
+        assert (run.code, run.ahead["sent"]) == (0, False), run.err
+
+
 def prompts_sent(server: ScriptedServer) -> list[str]:
     return [request.body["messages"][-1]["content"] for request in server.requests]
 
 
-def test_the_second_run_sends_its_first_request_ahead_and_uses_its_answer(place: Place) -> None:
-    place.server.add({"text": "first answer"}, {"text": "second answer"})
+def test_a_confirmed_run_sends_its_first_request_ahead_and_uses_its_answer(
+    place: Place,
+) -> None:
+    place.server.add({"text": "first answer"}, {"text": "second answer"}, {"text": "third"})
     first = place.run("say hello")
     assert (first.code, first.out.strip()) == (0, "first answer"), first.err
     assert first.ahead["sent"] is False
     assert len(place.memories) == 1
+    second = place.run("say hello again")  # builds the remembered request: confirmed
+    assert (second.code, second.ahead["sent"]) == (0, False), second.err
 
-    second = place.run("now say goodbye")
-    assert (second.code, second.out.strip()) == (0, "second answer"), second.err
-    assert second.ahead == {"sent": True, "loaded": []}  # before pydantic or the CLI loaded
-    assert prompts_sent(place.server) == ["say hello", "now say goodbye"]  # one each
-    first_body, second_body = (request.body for request in place.server.requests)
-    assert first_body["messages"][:-1] == second_body["messages"][:-1]
-    assert first_body["tools"] == second_body["tools"]
+    third = place.run("now say goodbye")
+    assert (third.code, third.out.strip()) == (0, "third"), third.err
+    assert third.ahead == {"sent": True, "loaded": []}  # before pydantic or the CLI loaded
+    assert prompts_sent(place.server) == ["say hello", "say hello again", "now say goodbye"]
+    bodies = [request.body for request in place.server.requests]
+    assert bodies[0]["messages"][:-1] == bodies[2]["messages"][:-1]
+    assert bodies[0]["tools"] == bodies[2]["tools"]
 
 
 def test_the_memory_is_private_and_never_holds_the_key(place: Place) -> None:
@@ -135,60 +148,77 @@ def test_the_memory_is_private_and_never_holds_the_key(place: Place) -> None:
 
 
 def test_a_changed_instruction_file_stops_the_request_going_ahead(place: Place) -> None:
-    place.server.add({"text": "one"}, {"text": "two"})
-    assert place.run("first").code == 0
+    remembered(place)
     (place.workspace / "AGENTS.md").write_text("Always answer in French.\n", encoding="utf-8")
-    second = place.run("second")
-    assert second.code == 0, second.err
-    assert second.ahead["sent"] is False
-    assert len(place.server.requests) == 2
-    assert "Always answer in French." in json.dumps(place.server.requests[1].body)
+    place.server.add({"text": "three"})
+    third = place.run("third")
+    assert third.code == 0, third.err
+    assert third.ahead["sent"] is False
+    assert len(place.server.requests) == 3
+    assert "Always answer in French." in json.dumps(place.server.requests[2].body)
 
 
-def test_a_stale_memory_is_closed_unread_and_the_real_request_answers(place: Place) -> None:
-    place.server.add({"text": "one"})
-    assert place.run("first").code == 0
-    [memory] = place.memories
+def stale(memory: Path) -> None:
+    """The remembered system prompt, changed: as if the settings had changed unseen."""
     saved = json.loads(memory.read_text(encoding="utf-8"))
     saved["body"]["messages"][0]["content"] += "\nA line the settings no longer give."
     memory.write_text(json.dumps(saved), encoding="utf-8")  # keeps its 0600
 
-    place.server.add({"text": "stale answer"}, {"text": "real answer"})
-    second = place.run("second")
-    assert second.code == 0, second.err
-    assert second.ahead["sent"] is True
-    assert second.out.strip() == "real answer"
-    stale, real = place.server.requests[1:]
-    assert "no longer give" in stale.body["messages"][0]["content"]
+
+def test_a_stale_memory_is_closed_unread_and_the_real_request_answers(place: Place) -> None:
+    remembered(place)
+    [memory] = place.memories
+    stale(memory)
+    place.server.add({"text": "stale answer"}, {"text": "real answer"}, {"text": "again"})
+    third = place.run("third")
+    assert third.code == 0, third.err
+    assert third.ahead["sent"] is True
+    assert third.out.strip() == "real answer"
+    early, real = place.server.requests[2:]
+    assert "no longer give" in early.body["messages"][0]["content"]
     assert "no longer give" not in real.body["messages"][0]["content"]
     log = (place.home / "data" / "logs" / "agent-tui.log").read_text(encoding="utf-8")
     assert "closed unread" in log
+    again = place.run("fourth")  # the memory is the real request now, not yet confirmed
+    assert (again.code, again.ahead["sent"], again.out.strip()) == (0, False, "again")
+    assert len(place.server.requests) == 5
+
+
+def test_a_request_that_differs_each_run_is_never_sent_ahead(place: Place) -> None:
+    place.server.add({"text": "one"}, {"text": "two"}, {"text": "three"})
+    assert place.run("first").code == 0
+    for prompt in ("second", "third"):
+        [memory] = place.memories
+        stale(memory)  # what the next run builds differs from what was remembered
+        run = place.run(prompt)
+        assert (run.code, run.ahead["sent"]) == (0, False), run.err
+    assert prompts_sent(place.server) == ["first", "second", "third"]
 
 
 def test_a_piped_prompt_is_never_remembered_nor_sent_ahead(place: Place) -> None:
-    place.server.add({"text": "one"}, {"text": "two"})
+    place.server.add({"text": "piped"})
     assert place.run("summarize", stdin="some piped text\n").code == 0
     assert place.memories == []
-    assert place.run("summarize").code == 0  # remembered now
+    remembered(place, "summarize")
+    place.server.add({"text": "piped again"})
     piped = place.run("summarize", stdin="other piped text\n")
     assert piped.ahead["sent"] is False
     assert piped.code == 0, piped.err
 
 
 def test_a_memory_others_could_write_is_ignored(place: Place) -> None:
-    place.server.add({"text": "one"}, {"text": "two"})
-    assert place.run("first").code == 0
+    remembered(place)
     [memory] = place.memories
     memory.chmod(0o666)
-    second = place.run("second")
-    assert second.ahead["sent"] is False
-    assert (second.code, second.out.strip()) == (0, "two"), second.err
-    assert len(place.server.requests) == 2
+    place.server.add({"text": "three"})
+    third = place.run("third")
+    assert third.ahead["sent"] is False
+    assert (third.code, third.out.strip()) == (0, "three"), third.err
+    assert len(place.server.requests) == 3
 
 
 def test_commands_and_mentions_are_not_sent_ahead(place: Place) -> None:
-    place.server.add({"text": "one"})
-    assert place.run("first").code == 0
+    remembered(place)
     (place.workspace / "notes.txt").write_text("hello\n", encoding="utf-8")
     for prompt in ("/help", "!ls", "read @notes.txt"):
         assert place.run(prompt).ahead["sent"] is False, prompt
@@ -230,7 +260,8 @@ def test_a_changed_file_the_command_line_names_stops_the_request_going_ahead(
     """Files found by what start-up opened, not by a list: here ``--json-schema FILE``."""
     schema = place.workspace / "answer.schema.json"
     schema.write_text('{"type": "object", "properties": {"a": {"type": "integer"}}}\n')
-    place.server.add({"text": '{"a": 1}'}, {"text": '{"a": 2}'}, {"text": '{"a": 3}'})
+    place.server.add(*({"text": f'{{"a": {n}}}'} for n in range(4)))
+    assert place.run("answer", "--json-schema", str(schema)).ahead["sent"] is False
     assert place.run("answer", "--json-schema", str(schema)).ahead["sent"] is False
     assert place.run("answer", "--json-schema", str(schema)).ahead["sent"] is True
     schema.write_text('{"type": "object", "properties": {"b": {"type": "integer"}}}\n')

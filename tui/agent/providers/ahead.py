@@ -138,6 +138,10 @@ class _Run:
     held_back: str | None = None
     asked: bool = False
     """``claim`` was called: the run's first request is built."""
+    recalled: Recalled | None = None
+    """The memory of this command, sent ahead only once confirmed."""
+    confirmed: bool = False
+    """The real first request was the remembered one: the next run may send it ahead."""
 
 
 _run: _Run | None = None
@@ -161,8 +165,8 @@ def send_ahead(argv: Sequence[str], environ: Mapping[str, str] | None = None) ->
     sys.addaudithook(reads)
     _run = run = _Run(Command(list(argv), cwd, environ, reads))
     try:
-        recalled = recall(run.command)
-        if recalled is None:
+        run.recalled = recalled = recall(run.command)
+        if recalled is None or not recalled.confirmed:
             return False
         run.early = _start(recalled)
     except Exception:  # a damaged memory, an odd URL: the ordinary start sends it
@@ -202,10 +206,15 @@ def hold_back(reason: str) -> None:
         _run.held_back = reason
 
 
-async def claim(request: httpx.Request) -> httpx.Response | None:
+async def claim(request: httpx.Request, client: httpx.AsyncClient) -> httpx.Response | None:
     """The early answer for ``request``, if it was sent ahead as these very bytes; else
     None, and the early request (if any) is closed unread. Only the run's first request is
     ever answered from here.
+
+    A memory is sent ahead only once confirmed: once a run built the very request it holds
+    (checked here, with ``client`` building the remembered one). So a command whose first
+    request differs every time (a clock in an instruction file, say) is never sent ahead
+    twice in vain.
 
     An early request that failed before its answer began (a connection refused a moment
     ago) is forgotten: the real one goes out at once, as if none had been sent.
@@ -220,6 +229,12 @@ async def claim(request: httpx.Request) -> httpx.Response | None:
     run.command.reads.on = False
     early, run.early = run.early, None
     if early is None:
+        recalled = run.recalled
+        if recalled is not None and run.held_back is None:
+            again = client.build_request(
+                "POST", recalled.url, json=recalled.body, headers=recalled.headers
+            )
+            run.confirmed = _signature(again) == _signature(request)
         return None  # the run stays, for ``remember``
     if run.held_back is not None or early.signature() != _signature(request):
         early.close()
@@ -237,7 +252,8 @@ async def claim(request: httpx.Request) -> httpx.Response | None:
         early.close()
         raise
     if isinstance(early.head, BaseException):
-        return None  # it failed to go out: the real send goes now, the run stays to remember
+        run.confirmed = True  # the right request, failed to go out: the real send goes now
+        return None
     _run = None  # answered from memory: the memory is current
     return _adopted(early, request, asyncio.get_running_loop())
 
@@ -298,6 +314,6 @@ def remember(sent: Sent, key_variables: Mapping[str, str]) -> None:
     if run is None or not run.asked or run.held_back is not None:
         return
     try:
-        write(run.command, sent, key_variables)
+        write(run.command, sent, key_variables, confirmed=run.confirmed)
     except (OSError, ValueError, TypeError):
         pass  # the next run starts the ordinary way

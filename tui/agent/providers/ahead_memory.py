@@ -57,6 +57,8 @@ class Recalled:
     headers: dict[str, str]
     timeout: tuple[float, float, float, float]
     tls: bool
+    confirmed: bool
+    """A later run built this very request: it may be sent ahead."""
 
 
 def data_folder(environ: Mapping[str, str]) -> Path:
@@ -210,7 +212,14 @@ def recall(command: Command) -> Recalled | None:
             for name, value in memory["headers"].items()
         }
         connect, read, write, pool = memory["timeout"]
-        return Recalled(memory["url"], body, headers, (connect, read, write, pool), memory["tls"])
+        return Recalled(
+            memory["url"],
+            body,
+            headers,
+            (connect, read, write, pool),
+            memory["tls"],
+            memory.get("confirmed") is True,
+        )
     return None
 
 
@@ -240,8 +249,9 @@ class Sent:
     tls: bool
 
 
-def write(run: Command, sent: Sent, key_variables: Mapping[str, str]) -> None:
-    """Keep ``sent`` for the next run of this command (silently not, where it cannot be)."""
+def write(run: Command, sent: Sent, key_variables: Mapping[str, str], *, confirmed: bool) -> None:
+    """Keep ``sent`` for the next run of this command (silently not, where it cannot be);
+    ``confirmed``: it was built twice the same, so the next run may send it ahead."""
     if not stdin_quiet():
         return  # what was piped in is part of the prompt
     body, headers, secrets, timeout = sent.body, sent.headers, sent.secrets, sent.timeout
@@ -277,6 +287,7 @@ def write(run: Command, sent: Sent, key_variables: Mapping[str, str]) -> None:
         "prompt_path": prompt_path,
         "body": _with(body, prompt_path, ""),
         "inputs": _inputs(run),
+        "confirmed": confirmed,
     }
     text = json.dumps(memory)
     if key in text:

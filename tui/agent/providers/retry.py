@@ -251,7 +251,7 @@ async def stream_with_retries(
         try:
             request = client.build_request("POST", url, json=body, headers=headers)
             async with asyncio.timeout(policy.idle_timeout):
-                early = await ahead.claim(request) if attempt == 1 else None
+                early = await ahead.claim(request, client) if attempt == 1 else None
                 response = early or await client.send(request, stream=True)
             if attempt == 1 and early is None:
                 _remember(client, url, body, headers, api)
