@@ -268,3 +268,27 @@ def test_a_changed_file_the_command_line_names_stops_the_request_going_ahead(
     changed = place.run("answer", "--json-schema", str(schema))
     assert changed.ahead["sent"] is False
     assert '"b"' in json.dumps(place.server.requests[-1].body)
+
+
+def test_send_ahead_off_in_the_config_forgets_and_stops_it(place: Place) -> None:
+    remembered(place)
+    assert len(place.memories) == 1
+    (place.home / "config").mkdir(exist_ok=True)
+    (place.home / "config" / "config.toml").write_text("[agent]\nsend_ahead = false\n")
+    place.server.add({"text": "three"}, {"text": "four"}, {"text": "five"})
+    for prompt in ("third", "fourth", "fifth"):
+        run = place.run(prompt)
+        assert (run.code, run.ahead["sent"]) == (0, False), run.err
+        assert place.memories == []
+    assert len(place.server.requests) == 5
+
+
+def test_send_ahead_off_in_the_environment_stops_it_before_anything_is_read(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_TUI_AGENT__SEND_AHEAD", "false")
+    remembered(place)
+    assert place.memories == []
+    place.server.add({"text": "three"})
+    run = place.run("third")
+    assert (run.code, run.ahead["sent"]) == (0, False), run.err

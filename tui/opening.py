@@ -117,6 +117,10 @@ class Opening:
             await asyncio.to_thread(trust_workspace, loaded)
             loaded = await asyncio.to_thread(self._load)
         self.loaded = loaded
+        if not loaded.settings.agent.send_ahead:
+            from tui.agent.providers.ahead import turn_off
+
+            turn_off()
         interactive = self.run is Run.APP
         try:
             target = await open_chosen(

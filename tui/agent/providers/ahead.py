@@ -30,7 +30,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tui.agent.providers.ahead_memory import Command, Reads, Recalled, Sent, recall, write
+from tui.agent.providers.ahead_memory import (
+    Command,
+    Reads,
+    Recalled,
+    Sent,
+    forget,
+    recall,
+    switched_off,
+    write,
+)
 
 if TYPE_CHECKING:
     import asyncio
@@ -38,7 +47,7 @@ if TYPE_CHECKING:
 
     import httpx2 as httpx
 
-__all__ = ["Sent", "claim", "hold_back", "remember", "send_ahead"]
+__all__ = ["Sent", "claim", "hold_back", "remember", "send_ahead", "turn_off"]
 
 SENT_WAIT = 0.1
 """Seconds the launcher waits for the early request to be written to the socket (the lock
@@ -157,6 +166,8 @@ def send_ahead(argv: Sequence[str], environ: Mapping[str, str] | None = None) ->
     if not any(_prompt_flag(arg) for arg in argv):
         return False
     environ = dict(os.environ if environ is None else environ)
+    if switched_off(environ):
+        return False
     try:
         cwd = os.getcwd()
     except OSError:
@@ -197,6 +208,13 @@ def _context(tls: bool) -> ssl.SSLContext:
     from tui.tools import tls as shared
 
     return shared.adopt_now(tls=tls)
+
+
+def turn_off() -> None:
+    """``[agent] send_ahead = false``: nothing of this command is remembered any more."""
+    hold_back("[agent] send_ahead is off")
+    if _run is not None:
+        forget(_run.command)
 
 
 def hold_back(reason: str) -> None:

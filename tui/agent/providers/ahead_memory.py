@@ -61,6 +61,15 @@ class Recalled:
     """A later run built this very request: it may be sent ahead."""
 
 
+SWITCH = "AGENT_TUI_AGENT__SEND_AHEAD"
+"""``[agent] send_ahead`` as a variable: read here, before the settings are."""
+
+
+def switched_off(environ: Mapping[str, str]) -> bool:
+    """``AGENT_TUI_AGENT__SEND_AHEAD`` says no, as pydantic reads a false bool."""
+    return environ.get(SWITCH, "").strip().lower() in ("0", "false", "f", "no", "n", "off")
+
+
 def data_folder(environ: Mapping[str, str]) -> Path:
     """``tui.locations.data_dir`` without importing platformdirs when the variable is set."""
     override = environ.get("AGENT_TUI_DATA_DIR")
@@ -221,6 +230,17 @@ def recall(command: Command) -> Recalled | None:
             memory.get("confirmed") is True,
         )
     return None
+
+
+def forget(command: Command) -> None:
+    """Remove what is remembered of this command, whichever word is its prompt."""
+    folder = data_folder(command.environ) / FOLDER
+    for index in range(len(command.argv)):
+        key = command_key(command.argv, index, command.cwd, command.environ)
+        try:
+            (folder / f"{key}.json").unlink(missing_ok=True)
+        except OSError:
+            pass  # a folder we cannot write holds nothing we wrote
 
 
 def _private(found: os.stat_result) -> bool:

@@ -57,6 +57,11 @@ class AgentSettings(BaseModel):
     tool_timeouts: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
     """Per tool name, overriding ``tool_timeout`` (``{ fetch_url = 30, run_shell = 0 }``;
     0: no limit for that tool)."""
+    send_ahead: bool = True
+    """A ``-p`` command run before sends its remembered first request while agent-tui is
+    still starting, and uses the answer only if the real first request is the same bytes
+    (``tui.agent.providers.ahead``). False: nothing is remembered, nothing sent ahead (set
+    in the person's own config or as ``AGENT_TUI_AGENT__SEND_AHEAD=false``)."""
     output_disk_cap: int = Field(default=DEFAULT_DISK_CAP, ge=0)
     """Bytes of one command's output saved to disk (the full-output file the model may page
     through, and each tool block's stream for the pager). Past it nothing more is saved, and
