@@ -253,7 +253,9 @@ def import_costs(command: list[str], workspace: Path, env: dict[str, str]) -> di
         self_us, _cumulative, name = (part.strip() for part in line[12:].split("|"))
         parts = name.split(".")
         key = ".".join(parts[:2]) if parts[0] == "tui" and len(parts) > 1 else parts[0]
-        totals[key] += int(self_us) / 1e6
+        # Imports running in two threads at once nest into each other's timings, which can
+        # leave a negative "self": such a line says nothing of its module and is skipped.
+        totals[key] += max(0, int(self_us)) / 1e6
     return dict(totals)
 
 
