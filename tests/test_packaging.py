@@ -36,7 +36,7 @@ def build_wheel(folder: Path) -> Path:
 def test_the_distribution_is_named_and_licensed_for_what_it_says() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["name"] == DISTRIBUTION
-    assert project["scripts"]["agent-tui"] == "tui.cli:console"
+    assert project["scripts"]["agent-tui"] == "tui.launch:console"
     assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
     assert "MIT License" in (ROOT / "LICENSE").read_text()
     names = " ".join(project["dependencies"])
