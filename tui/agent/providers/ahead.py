@@ -116,7 +116,10 @@ class _Early:
             self.chunks.append(item)
             wake = self.wake
         if wake is not None:
-            wake()
+            try:
+                wake()
+            except RuntimeError:  # the loop is closed: nobody reads any more
+                self.closed = True
 
     def close(self) -> None:
         self.closed = True
