@@ -7,6 +7,7 @@ Real tmux on a private socket, the real registry and policy, the planted machine
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -25,9 +26,12 @@ from tests.test_policy import ScriptedApprover
 from tests.test_tmux_tools import socket_name
 from tests.tmux_helpers import SHELL, clean_env, needs_tmux
 from tui.events import ApprovalAnswer, Notice
+from tui.exec.backend import BackendError
 from tui.exec.local import LocalBackend
+from tui.exec.sandbox.places import Places
 from tui.exec.sandbox.sandbox import Sandbox
 from tui.exec.tmux.backend import TmuxBackend
+from tui.exec.tmux.shells import SETUP_TIMEOUT
 from tui.security.permissions import ApprovalMode
 
 __all__ = ["socket_name"]  # the tmux tests' private-socket fixture
@@ -214,3 +218,56 @@ async def test_changing_mode_restarts_the_shell_in_the_new_walls_and_says_so(
     written = await rig.shell("touch after.txt")
     assert not (machine.workspace / "after.txt").exists(), written
     assert not any(isinstance(e, Notice) and "error" in e.message for e in rig.harness.events)
+
+
+def vanishing_history(machine: Planted, monkeypatch: pytest.MonkeyPatch, times: int) -> list[int]:
+    """The planted ``~/.bash_history`` is found by the next ``times`` look-ups and then gone
+    before bwrap mounts over it, as when a shell rewrites it at that moment. Counts looks."""
+    history = machine.home / ".bash_history"
+    real_places = Sandbox.places
+    looks: list[int] = []
+
+    async def places(self: Sandbox) -> Places:
+        if len(looks) < times:
+            history.write_text(f"secret {CANARY}\n")
+        found = await real_places(self)
+        looks.append(len(found.hidden_files))
+        if len(looks) <= times:
+            assert str(history) in found.hidden_files
+            history.unlink()
+        return found
+
+    monkeypatch.setattr(Sandbox, "places", places)
+    return looks
+
+
+async def test_a_pane_whose_sandbox_met_a_hidden_file_mid_rewrite_is_started_again(
+    machine: Planted,
+    socket_name: str,
+    rig_factory: list[Rig],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """bwrap gives up when a file it was told to hide is gone by the mount: the pane's shell
+    never started. The pane is started once more with the places looked up again."""
+    looks = vanishing_history(machine, monkeypatch, times=1)
+    rig = await rig_in(rig_factory, machine, socket_name, ApprovalMode.AUTO_EDIT)
+    assert len(looks) == 2, looks
+    assert "ok" in await rig.shell("echo ok")
+    assert CANARY not in await rig.shell(f"cat {machine.home}/.ssh/id_rsa")
+    assert rig.backend.sandbox_label() == "sandbox: workspace, no network"
+
+
+async def test_a_pane_whose_sandbox_cannot_be_built_twice_says_why_at_once(
+    machine: Planted,
+    socket_name: str,
+    rig_factory: list[Rig],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    looks = vanishing_history(machine, monkeypatch, times=2)
+    with pytest.raises(BackendError) as failed:
+        await asyncio.wait_for(
+            rig_in(rig_factory, machine, socket_name, ApprovalMode.AUTO_EDIT), SETUP_TIMEOUT - 5
+        )
+    assert len(looks) == 2, looks
+    assert "could not be built, twice" in str(failed.value)
+    assert "bwrap: " in str(failed.value)

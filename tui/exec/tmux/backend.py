@@ -90,6 +90,7 @@ class TmuxBackend(PaneJobs, PaneIO, ManagedPanes):
                 log.warning("could not close tmux session %s: %s", self.default_session, error)
         await self._clients.close()
         self._panes.close("the backend was closed")
+        self._shells.close()
 
 
 if TYPE_CHECKING:

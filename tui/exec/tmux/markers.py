@@ -67,7 +67,8 @@ _NOT_SHELLS = {"tmux", "login", "su", "sudo", "ssh", "python", "python3", "vim",
 
 SANDBOX_WRAPPER = "bwrap"
 """A sandboxed pane's own process: tmux names it while the shell takes the terminal back from
-a command that just ended (a plain pane's process is the shell itself, so tmux said "bash")."""
+a command that just ended (a plain pane's process is the shell itself, so tmux said "bash"; a
+local sandboxed pane's is the ``sh`` around bwrap, which counts as a shell)."""
 
 
 def shell_or_wrapper(current_command: str) -> bool:

@@ -12,18 +12,32 @@ it), whether bash has ``PS0`` (4.4+) or needs the ``__atui_go;`` prefix, and on 
 the shell's pid (what a cancel sweeps). The set-up line wipes its own echo: the whole screen of
 a pane we made, only the rows it was typed on in a pane a person may have been using
 (``PaneShells.set_up``).
+
+On this machine a sandboxed pane's shell is started by a few lines of ``sh`` around ``bwrap``
+(``PANE_WRAPPER``), with bwrap's ``--json-status-fd`` in a private file: when bwrap gave up
+building the walls (a hidden file such as a shell history was being rewritten between the
+look-up and the mount) the shell never started, and instead of the pane closing the wrapper
+says so in the pane and waits. ``set_up`` then checks the file (no ``exit-code``: nothing ran;
+the sandbox cannot write that file), looks the places up again and starts the pane once more
+(``respawn-pane``), as the local one-shot commands do (``LocalBackend.run``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import pwd
 import re
 import shlex
+import shutil
+import tempfile
 import time
+from dataclasses import dataclass
 
 from tui.exec.backend import BackendError
+from tui.exec.sandbox.bwrap import setup_failed
 from tui.exec.sandbox.sandbox import Sandbox
 from tui.exec.tmux.control import ControlClient, TmuxCommandError, quote, type_command
 from tui.exec.tmux.markers import (
@@ -49,6 +63,34 @@ from tui.security.confinement import Confinement
 
 SANDBOX_OPTION = "@agent_tui_sandbox"
 """A pane's walls (``Confinement.key``), so a later agent re-attaching knows them too."""
+
+NOT_BUILT = "agent-tui: the sandbox could not be built"
+"""What a local pane's wrapper prints when bwrap never started the shell (``PANE_WRAPPER``)."""
+_NOT_BUILT_SEEN = re.compile(re.escape(NOT_BUILT).encode() + rb" \(start (\d+)\)")
+
+PANE_WRAPPER = (
+    'f=$1; shift; "$@" 3>"$f"; s=$?; ran=; '
+    'while IFS= read -r l || [ -n "$l" ]; do case $l in *\'"exit-code"\'*) ran=1;; esac; '
+    'done <"$f"; if [ "$s" = 1 ] && [ -z "$ran" ]; then '
+    'printf \'\\n{"bwrap-exit": 1, "pane": "%s"}\\n\' "$TMUX_PANE" >>"$f"; '
+    f"printf '\\r\\n%s (start %s)\\r\\n' '{NOT_BUILT}' \"${{f##*-}}\"; "
+    "exec sleep 30; fi; exit $s"
+)
+"""A local sandboxed pane's process: ``sh -c PANE_WRAPPER agent-tui-pane STATUS BWRAP-ARGV``.
+
+bwrap (with ``--json-status-fd 3``) runs as its child; when it exits 1 without having written
+``exit-code`` (the walls were never built) the wrapper adds its own line to the status file,
+prints ``NOT_BUILT`` with the start's number and holds the pane (for 30 s at most) until
+``set_up`` starts it again. Any other end ends the pane as a plain ``exec`` would."""
+
+
+@dataclass(frozen=True)
+class _Start:
+    """One wrapped start of a local pane's shell: what to build again if bwrap gave up."""
+
+    walls: Confinement
+    cwd: str | None
+    status: str
 
 
 def login_shell() -> list[str]:
@@ -89,6 +131,9 @@ class PaneShells:
         self.panes = panes
         self.local_host = local_host
         self.notices = notices
+        self._starts: dict[int, _Start] = {}
+        self._start_ids = 0
+        self._status_dir: str | None = None
 
     @property
     def active(self) -> bool:
@@ -108,8 +153,52 @@ class PaneShells:
         argv = shlex.split(self.shell) if self.shell else login_shell()
         if walls.outside:
             return shlex.join(argv)
-        wrapped = await self.sandbox.wrap(argv, walls, cwd=cwd, terminal=True)
-        return "exec " + shlex.join(wrapped)
+        if not self.local_host:
+            wrapped = await self.sandbox.wrap(argv, walls, cwd=cwd, terminal=True)
+            return "exec " + shlex.join(wrapped)
+        wrapped = await self.sandbox.wrap(argv, walls, cwd=cwd, terminal=True, status_fd=3)
+        if self._status_dir is None:
+            self._status_dir = tempfile.mkdtemp(prefix="agent-tui-panes-")
+        self._start_ids += 1
+        status = os.path.join(self._status_dir, f"start-{self._start_ids}")
+        self._starts[self._start_ids] = _Start(walls, cwd, status)
+        wrapper = ["/bin/sh", "-c", PANE_WRAPPER, "agent-tui-pane", status]
+        return "exec " + shlex.join([*wrapper, *wrapped])
+
+    def started_in_vain(self, start_id: int, pane_id: str) -> _Start | None:
+        """The start ``start_id`` of ``pane_id`` when its bwrap never started the shell.
+
+        Only the wrapper writes its line into the status file (the sandbox cannot reach that
+        file), and only when bwrap wrote no ``exit-code``: a shell that ran and exited with 1,
+        or words a program printed, never count.
+        """
+        start = self._starts.get(start_id)
+        if start is None:
+            return None
+        try:
+            with open(start.status, "rb") as handle:
+                status = handle.read()
+        except OSError:
+            return None
+        wrapper: object = None
+        for line in status.splitlines():
+            with contextlib.suppress(ValueError):
+                said = json.loads(line)
+                if isinstance(said, dict) and "bwrap-exit" in said:
+                    wrapper = said
+        if wrapper != {"bwrap-exit": 1, "pane": pane_id} or not setup_failed(status, 1):
+            return None
+        self._starts.pop(start_id, None)
+        with contextlib.suppress(OSError):
+            os.unlink(start.status)
+        return start
+
+    def close(self) -> None:
+        """Remove the status files of the panes' starts."""
+        self._starts.clear()
+        if self._status_dir is not None:
+            shutil.rmtree(self._status_dir, ignore_errors=True)
+            self._status_dir = None
 
     @staticmethod
     async def tag(client: ControlClient, pane_id: str, walls: Confinement | None) -> None:
@@ -153,7 +242,10 @@ class PaneShells:
         status = await pane_status(client, pane_id)
         if status is None:
             raise BackendError(f"pane {pane_id} is gone")
-        kind = (shell_kind_of(self.shell) if created and self.shell else None) or detect_shell(
+        # A sandboxed pane's process is its wrapper (bwrap, or sh around it) at first: the
+        # shell we started is the one to trust.
+        started = self.shell or (shlex.join(login_shell()) if self.active else None)
+        kind = (shell_kind_of(started) if created and started else None) or detect_shell(
             status.command
         )
         if kind is None and created:
@@ -175,7 +267,26 @@ class PaneShells:
         try:
             line = await _bootstrap(client, pane_id, kind, nonce, created=created)
             await type_command(client, pane_id, line, clear=True)
-            _, status_code = await watch.wait_end(deadline)
+            retried = False
+            while True:
+                try:
+                    _, status_code = await watch.wait_end(deadline)
+                    break
+                except NotBuilt as failed:
+                    start = self.started_in_vain(failed.start_id, pane_id) if created else None
+                    if start is None:
+                        continue  # not this pane's wrapper: only its status file says so
+                    if retried:
+                        raise BackendError(
+                            f"the sandbox of pane {pane_id} could not be built, twice: "
+                            f"{watch.bwrap_said() or 'bwrap gave up'}"
+                        ) from None
+                    retried = True
+                    await self._start_again(client, pane_id, start)
+                    if self.local_host:
+                        pane.shell_pid = await shell_pid(client, pane_id)
+                    deadline = time.monotonic() + SETUP_TIMEOUT
+                    await type_command(client, pane_id, line, clear=True)
             if kind is ShellKind.BASH:
                 # PS0 needs bash 4.4; older ones get the sh-style start marker instead.
                 pane.prefix_start = status_code != 0
@@ -197,6 +308,16 @@ class PaneShells:
         finally:
             pane.watchers.remove(watch.feed)
 
+    async def _start_again(self, client: ControlClient, pane_id: str, start: _Start) -> None:
+        """Start ``pane_id``'s shell again in the same walls, the places looked up afresh."""
+        command = await self.command(start.walls, start.cwd)
+        parts = ["respawn-pane", "-k", "-t", pane_id]
+        if start.cwd:
+            parts += ["-c", quote(start.cwd.replace("#", "##"))]
+        if command:
+            parts.append(quote(command))
+        await client.command(" ".join(parts))
+
 
 # -- setting a pane up --------------------------------------------------------------------------
 
@@ -204,14 +325,25 @@ SETUP_TIMEOUT = 15.0
 """Seconds for a new pane's shell to start and answer the set-up line (slow rc files)."""
 
 
+class NotBuilt(Exception):
+    """A pane printed ``NOT_BUILT`` for start ``start_id`` (to be checked: ``started_in_vain``)."""
+
+    def __init__(self, start_id: int) -> None:
+        super().__init__(start_id)
+        self.start_id = start_id
+
+
 class MarkerWatch:
-    """Collects the markers a pane prints while its shell is being set up."""
+    """Collects the markers a pane prints while its shell is being set up, and the word of a
+    local pane's wrapper that its sandbox was not built."""
 
     def __init__(self, nonce: str) -> None:
         self.nonce = nonce
         self.data = bytearray()
         self.markers: list[tuple[int, int | None]] = []
+        self.not_built: list[int] = []
         self._processed = 0
+        self._not_built_at = 0
         self._changed = asyncio.Event()
 
     def feed(self, chunk: bytes) -> None:
@@ -222,14 +354,31 @@ class MarkerWatch:
                 self._processed = marker.end + begin
                 self.markers.append((marker.id, marker.exit_code))
                 self._changed.set()
+        for seen in _NOT_BUILT_SEEN.finditer(self.data, self._not_built_at):
+            self._not_built_at = seen.end()
+            self.not_built.append(int(seen.group(1)))
+            self._changed.set()
         if len(self.data) > 1 << 16:
             drop = len(self.data) - 4096
             del self.data[:drop]
             self._processed = max(0, self._processed - drop)
+            self._not_built_at = max(0, self._not_built_at - drop)
+
+    def bwrap_said(self) -> str:
+        """bwrap's last complaint in the pane (``bwrap: Can't ...``), or ''."""
+        found = re.findall(rb"bwrap: [^\r\n]*", self.data)
+        return found[-1].decode(errors="replace") if found else ""
 
     async def wait_end(self, deadline: float) -> tuple[int, int]:
-        """``(id, exit code)`` of the first end marker."""
+        """``(id, exit code)`` of the first end marker.
+
+        Raises:
+            NotBuilt: the pane said its sandbox was not built (once for each time it said so).
+            TimeoutError: ``deadline`` passed.
+        """
         while True:
+            if self.not_built:
+                raise NotBuilt(self.not_built.pop(0))
             for marker_id, exit_code in self.markers:
                 if exit_code is not None:
                     return marker_id, exit_code
