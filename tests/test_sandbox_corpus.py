@@ -8,17 +8,23 @@ program, a symlink to a key), a canary listener on the host's loopback and a Uni
 Afterwards: no change to HOME, no change to the workspace the mode does not allow (auto-edit
 writes the workspace but never its control files), nothing left in the system's temp folders,
 no canary byte in any output, no connection, no process left.
+
+A run's commands go through ``LANES`` lanes side by side, each lane with a planted machine
+and a sandbox of its own and its commands one after another, so every check above still sees
+exactly one command's doing; the few commands that only end at their 20 s timeout (an editor
+waiting for a key, a stopped shell, a walk of the whole disk) no longer hold up all the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import shlex
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -37,6 +43,7 @@ from tests.sandbox_support import (
     stray_files,
 )
 from tui.exec.local import LocalBackend
+from tui.exec.sandbox.sandbox import Sandbox
 from tui.security.confinement import READ_ONLY, WORKSPACE, Confinement
 
 pytestmark = pytest.mark.skipif(not bwrap_works(), reason=SKIP_REASON)
@@ -104,6 +111,10 @@ NAMED_EXAMPLES: dict[str, tuple[str, str | None]] = {
 }
 
 
+LANES = 3
+"""Commands of one corpus run in flight at once, each lane on its own planted machine."""
+
+
 @pytest.fixture
 def machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Planted]:
     # pytest's own environment plays the agent's: a key it holds must stay unreadable.
@@ -112,31 +123,47 @@ def machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Planted]:
         yield planted
 
 
+@pytest.fixture
+def machines(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Planted]]:
+    """``LANES`` planted machines, each with its own HOME, workspace, listener and token."""
+    monkeypatch.setenv("ATUI_TEST_API_KEY", CANARY)
+    with contextlib.ExitStack() as stack:
+        yield [stack.enter_context(planted_machine()) for _ in range(LANES)]
+
+
 def _runnable(command: str) -> str:
     """A corpus command aimed at this machine: its placeholder programs are the evil script."""
     return command.replace("/tmp/x", "./evil")
 
 
-async def _run(machine: Planted, command: str, walls: Confinement, cwd: str | None = None) -> str:
-    sandbox = machine.sandbox()
-    await sandbox.start()
+async def _run(
+    machine: Planted, sandbox: Sandbox, command: str, walls: Confinement, cwd: str | None = None
+) -> str:
     backend = LocalBackend(default_cwd=str(machine.workspace), sandbox=sandbox, drain_timeout=0.5)
     env = {**machine.env(), "DOOR": str(machine.socket_path)}
-    try:
-        result = await backend.run(command, cwd=cwd, env=env, timeout=20, confinement=walls)
-    finally:
-        await sandbox.close()
+    result = await backend.run(command, cwd=cwd, env=env, timeout=20, confinement=walls)
     return result.stdout + result.stderr
 
 
 class Judge:
-    """Runs commands on the planted machine and lists every broken promise."""
+    """Runs commands on the planted machine and lists every broken promise.
+
+    One sandbox serves all its commands, as one serves a session (the places it hides are
+    looked up again for every command); ``open`` starts it, ``close`` ends it."""
 
     def __init__(self, machine: Planted, column: str) -> None:
         self.machine = machine
         self.column = column
         self.walls = COLUMNS[column]
         self.problems: list[str] = []
+        self.sandbox = machine.sandbox()
+
+    async def open(self) -> None:
+        await self.sandbox.start()
+        assert self.sandbox.active, self.sandbox.unavailable
+
+    async def close(self) -> None:
+        await self.sandbox.close()
 
     async def check(self, label: str, command: str, cwd: str | None = None) -> None:
         machine = self.machine
@@ -148,7 +175,7 @@ class Judge:
             where = str(machine.home)
         elif cwd:
             where = str(machine.workspace / cwd)
-        output = await _run(machine, f"echo ATUI-RAN; {command}", self.walls, where)
+        output = await _run(machine, self.sandbox, f"echo ATUI-RAN; {command}", self.walls, where)
         problems = []
         if not output.startswith("ATUI-RAN"):
             problems.append(f"did not run in the sandbox: {output[:200]!r}")
@@ -191,33 +218,55 @@ class Judge:
         assert not self.problems, "\n".join(self.problems[:40])
 
 
-@pytest.mark.parametrize("column", sorted(COLUMNS))
-def test_every_named_attack_is_held_by_the_sandbox(machine: Planted, column: str) -> None:
-    judge = Judge(machine, column)
+Check = tuple[str, str, str | None]
+"""A label, a command, and where it starts (None: the workspace; ``~``: HOME)."""
+
+
+def judge_in_lanes(machines: list[Planted], column: str, checks: Iterable[Check]) -> None:
+    """Every check, each on one lane's machine (a lane takes the next when it is free), then
+    each lane's ``finish``; fails with every lane's problems."""
+    judges = [Judge(machine, column) for machine in machines]
+    queue = iter(checks)
+
+    async def lane(judge: Judge) -> None:
+        await judge.open()
+        try:
+            for label, command, cwd in queue:
+                await judge.check(label, command, cwd)
+        finally:
+            await judge.close()
 
     async def run_all() -> None:
-        for name, (command, cwd) in NAMED_EXAMPLES.items():
-            await judge.check(name, command, cwd)
+        await asyncio.gather(*(lane(judge) for judge in judges))
 
     asyncio.run(run_all())
-    judge.finish()
+    problems = []
+    for judge in judges:
+        try:
+            judge.finish()
+        except AssertionError as failed:
+            problems.append(str(failed))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_every_named_attack_is_held_by_the_sandbox(machine: Planted, column: str) -> None:
+    judge_in_lanes(
+        [machine], column, ((name, cmd, cwd) for name, (cmd, cwd) in NAMED_EXAMPLES.items())
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("column", sorted(COLUMNS))
 @pytest.mark.parametrize("klass", CLASSES)
 def test_every_dangerous_class_runs_for_real_without_harm(
-    machine: Planted, klass: str, column: str
+    machines: list[Planted], klass: str, column: str
 ) -> None:
-    judge = Judge(machine, column)
     rows = [row for row in DANGEROUS if row["class"] == klass]
-
-    async def run_all() -> None:
-        for row in rows:
-            await judge.check(f"class {klass}", _runnable(str(row["command"])))
-
-    asyncio.run(run_all())
-    judge.finish()
+    assert rows
+    judge_in_lanes(
+        machines, column, ((f"class {klass}", _runnable(str(r["command"])), None) for r in rows)
+    )
 
 
 def test_the_planted_machine_can_tell_harm_from_none(machine: Planted) -> None:
@@ -393,12 +442,7 @@ def test_at_least_300_distinct_generated_variants() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("column", sorted(COLUMNS))
-def test_generated_variants_run_for_real_without_harm(machine: Planted, column: str) -> None:
-    judge = Judge(machine, column)
-
-    async def run_all() -> None:
-        for command in _variants():
-            await judge.check("generated", command)
-
-    asyncio.run(run_all())
-    judge.finish()
+def test_generated_variants_run_for_real_without_harm(machines: list[Planted], column: str) -> None:
+    variants = _variants()
+    assert len(variants) >= 300
+    judge_in_lanes(machines, column, (("generated", command, None) for command in variants))
