@@ -29,6 +29,12 @@ from tui.tools.result import ToolResult
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
 
+# The shells the tests start in tmux panes (as root here, as ``atui-test`` over SSH: see
+# ``tests/sshd.py``) write no history file: test processes running side by side would rewrite
+# the same ``~/.bash_history``, which every sandbox hides, while another's bwrap mounts over it.
+# (agent-tui survives that too: ``test_a_pane_whose_sandbox_met_a_hidden_file_mid_rewrite_…``.)
+os.environ["HISTFILE"] = "/dev/null"
+
 pytest_plugins = ["tests.container_image"]
 """Podman images and containers, built once per session (only when a test asks for them)."""
 

@@ -6,8 +6,10 @@ the server dies are OpenSSH behaviours, and the backend exists to talk to OpenSS
 
 The server runs as a dedicated unprivileged user (``atui-test``, created when missing), with a
 host key, ``authorized_keys``, pid file and config in a fresh temporary folder, so it touches
-nothing of the machine's own SSH set-up. Everything it needs is checked up front and reported
-as :class:`SshdUnavailable` with a reason a test can ``skip`` on.
+nothing of the machine's own SSH set-up; its sessions get ``HISTFILE=/dev/null``, so the
+user's shells write no history into the home that every test process shares. Everything it
+needs is checked up front and reported as :class:`SshdUnavailable` with a reason a test can
+``skip`` on.
 
     with SshServer.start() as server:
         server.target          # "atui-test@127.0.0.1:PORT"
@@ -253,6 +255,10 @@ class SshServer:
                 "PrintMotd no",
                 "PrintLastLog no",
                 "Subsystem sftp internal-sftp",
+                # The user's home is shared by every test process: shells that rewrote
+                # ~/.bash_history there would race the sandboxes that hide it (bwrap fails to
+                # mount over a file gone mid-rewrite).
+                "SetEnv HISTFILE=/dev/null",
                 "LogLevel ERROR",
                 "",
             ]
