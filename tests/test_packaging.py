@@ -8,6 +8,7 @@ install for real (the dependencies come from the package index).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -33,6 +34,21 @@ def build_wheel(folder: Path) -> Path:
     return wheel
 
 
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel of this checkout, built once per run for the tests that look into it and
+    install it (neither changes it): the first test process to need it builds it, holding a
+    lock in the run's temporary folder that the others wait on."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = shared / "packaging-wheel"
+    folder.mkdir(exist_ok=True)
+    with open(shared / "packaging-wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        built = sorted(folder.glob(WHEEL_GLOB))
+        return built[0] if built else build_wheel(folder)
+
+
 def test_the_distribution_is_named_and_licensed_for_what_it_says() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["name"] == DISTRIBUTION
@@ -48,8 +64,9 @@ def test_the_distribution_is_named_and_licensed_for_what_it_says() -> None:
 
 
 @pytest.mark.slow
-def test_wheel_carries_styles_and_licence_and_finds_them_installed(tmp_path: Path) -> None:
-    wheel = build_wheel(tmp_path / "wheels")
+def test_wheel_carries_styles_and_licence_and_finds_them_installed(
+    wheel: Path, tmp_path: Path
+) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     shipped = sorted(n for n in names if n.startswith("tui/styles/") and n.endswith(".tcss"))
     assert shipped == sorted(f"tui/styles/{p.name}" for p in (ROOT / "styles").glob("*.tcss"))
@@ -115,9 +132,8 @@ def works(command: Path, env: dict[str, str], cwd: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_a_clean_venv_installs_it_by_name_from_the_wheel(tmp_path: Path) -> None:
-    wheels = tmp_path / "wheels"
-    build_wheel(wheels)
+def test_a_clean_venv_installs_it_by_name_from_the_wheel(wheel: Path, tmp_path: Path) -> None:
+    wheels = wheel.parent
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     env = clean_env(tmp_path)
