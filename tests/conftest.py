@@ -40,25 +40,29 @@ pytest_plugins = ["tests.container_image"]
 
 _call_ids = itertools.count(1)
 
-WORKERS_PER_CORE = 1
-"""Test processes per processor when a run asks for ``-n auto``. Much of the
-suite waits on real processes (tmux, sshd, podman, bubblewrap, Chromium, a scripted model
-server), but the app's own tests compute: with two processes per core the Textual tests
-starved each other past their deadlines, with one they pass as they do alone.
-``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` overrides it; without ``-n`` everything runs in
-this process (the default: see ``[tool.pytest.ini_options]``)."""
+WORKERS_PER_CORE = 1.5
+"""Test processes per processor for ``-n auto``, which ``[tool.pytest.ini_options]`` passes by
+default. Much of the suite waits on real processes (tmux, sshd, podman, bubblewrap, Chromium,
+a scripted model server), so one process per core left the processors idle half the time (a
+2-core machine: 11 to 12 minutes, the processors 45 % busy); three on two cores take about 9,
+and the app's own tests, which compute, still pass as they do alone (with two processes per
+core the Textual tests starved each other past their deadlines).
+``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` overrides it; ``-n 0`` runs everything in this
+process."""
 MAX_WORKERS = 8
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """How many test processes ``-n auto`` starts: one per processor this process may use, but
-    no more than the run names test files, and none for a single file (a worker costs about
-    3 s of processor time to start, more than most files take to run)."""
+    """How many test processes ``-n auto`` starts: ``WORKERS_PER_CORE`` per processor this
+    process may use (at least one), but no more than the run names test files, and none for a
+    single file (a worker costs about 3 s of processor time to start, more than most files
+    take to run)."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's own hook reads it
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     files = named_test_files(config)
-    return 0 if files <= 1 else min(MAX_WORKERS, WORKERS_PER_CORE * (cores or 1), files)
+    per_cores = max(1, int(WORKERS_PER_CORE * (cores or 1)))
+    return 0 if files <= 1 else min(MAX_WORKERS, per_cores, files)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
