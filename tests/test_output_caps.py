@@ -25,7 +25,10 @@ pytestmark = pytest.mark.timeout(180)
 
 LINES = 3_000_000
 SEQ = f"seq 1 {LINES}"
-EVERYTHING_BYTES = sum(len(str(n)) + 1 for n in range(1, LINES + 1))  # 22,888,896
+EVERYTHING_BYTES = sum(  # seq's whole output, digits and newlines: 22,888,896 bytes
+    (min(LINES, 10**digits - 1) - 10 ** (digits - 1) + 1) * (digits + 1)
+    for digits in range(1, len(str(LINES)) + 1)
+)
 SMALL_CAP = 1_000_000
 
 
