@@ -45,8 +45,9 @@ WORKERS_PER_CORE = 1.5
 default. Much of the suite waits on real processes (tmux, sshd, podman, bubblewrap, Chromium,
 a scripted model server), so one process per core left the processors idle half the time (a
 2-core machine: 11 to 12 minutes, the processors 45 % busy); three on two cores take about 9,
-and the app's own tests, which compute, still pass as they do alone (with two processes per
-core the Textual tests starved each other past their deadlines).
+and the app's own tests, which compute, still pass as they do alone. Two per core kept both
+processors busy all the time (7 to 8 minutes), and then tests with a deadline (a fresh prompt
+within 2 s of a Ctrl-C, Chromium starting) failed now and then.
 ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` overrides it; ``-n 0`` runs everything in this
 process."""
 MAX_WORKERS = 8
