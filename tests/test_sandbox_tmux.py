@@ -25,13 +25,18 @@ from tests.sandbox_support import (
 from tests.test_policy import ScriptedApprover
 from tests.test_tmux_tools import socket_name
 from tests.tmux_helpers import SHELL, clean_env, needs_tmux
+from tests.waiting import until
 from tui.events import ApprovalAnswer, Notice
 from tui.exec.backend import BackendError
 from tui.exec.local import LocalBackend
 from tui.exec.sandbox.places import Places
 from tui.exec.sandbox.sandbox import Sandbox
+from tui.exec.tmux import panes, shells
 from tui.exec.tmux.backend import TmuxBackend
-from tui.exec.tmux.shells import SETUP_TIMEOUT
+from tui.exec.tmux.control import ControlClient
+from tui.exec.tmux.panes import PaneStatus
+from tui.exec.tmux.shells import SETUP_TIMEOUT, PaneShells
+from tui.security.confinement import Confinement
 from tui.security.permissions import ApprovalMode
 
 __all__ = ["socket_name"]  # the tmux tests' private-socket fixture
@@ -241,15 +246,44 @@ def vanishing_history(machine: Planted, monkeypatch: pytest.MonkeyPatch, times: 
     return looks
 
 
+def set_up_only_once_the_wrapper_spoke(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pane's set-up starts watching its output only after the wrapper around the failed
+    bwrap has already said so (a loaded machine can order them so)."""
+    made: list[PaneShells] = []
+    real_command = PaneShells.command
+    real_status = panes.pane_status
+
+    async def command(self: PaneShells, walls: Confinement | None, cwd: str | None) -> str | None:
+        made.append(self)
+        return await real_command(self, walls, cwd)
+
+    async def late_status(client: ControlClient, pane_id: str | None) -> PaneStatus | None:
+        if len(made) == 1:
+
+            def spoke() -> bool:
+                return any(shells._read_status(s.status)[1] for s in made[0]._starts.values())
+
+            await until(spoke, "the wrapper to say bwrap gave up", 10)
+        return await real_status(client, pane_id)
+
+    monkeypatch.setattr(PaneShells, "command", command)
+    monkeypatch.setattr("tui.exec.tmux.shells.pane_status", late_status)
+
+
+@pytest.mark.parametrize("set_up_late", [False, True], ids=["watching", "wrapper-first"])
 async def test_a_pane_whose_sandbox_met_a_hidden_file_mid_rewrite_is_started_again(
     machine: Planted,
     socket_name: str,
     rig_factory: list[Rig],
     monkeypatch: pytest.MonkeyPatch,
+    set_up_late: bool,
 ) -> None:
     """bwrap gives up when a file it was told to hide is gone by the mount: the pane's shell
-    never started. The pane is started once more with the places looked up again."""
+    never started. The pane is started once more with the places looked up again, whether
+    the set-up was already watching the pane or not yet."""
     looks = vanishing_history(machine, monkeypatch, times=1)
+    if set_up_late:
+        set_up_only_once_the_wrapper_spoke(monkeypatch)
     rig = await rig_in(rig_factory, machine, socket_name, ApprovalMode.AUTO_EDIT)
     assert len(looks) == 2, looks
     assert "ok" in await rig.shell("echo ok")

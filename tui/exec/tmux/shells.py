@@ -69,19 +69,20 @@ NOT_BUILT = "agent-tui: the sandbox could not be built"
 _NOT_BUILT_SEEN = re.compile(re.escape(NOT_BUILT).encode() + rb" \(start (\d+)\)")
 
 PANE_WRAPPER = (
-    'f=$1; shift; "$@" 3>"$f"; s=$?; ran=; '
+    'f=$1; shift; printf \'{"pane": "%s"}\\n\' "$TMUX_PANE" >"$f"; "$@" 3>>"$f"; s=$?; ran=; '
     'while IFS= read -r l || [ -n "$l" ]; do case $l in *\'"exit-code"\'*) ran=1;; esac; '
     'done <"$f"; if [ "$s" = 1 ] && [ -z "$ran" ]; then '
-    'printf \'\\n{"bwrap-exit": 1, "pane": "%s"}\\n\' "$TMUX_PANE" >>"$f"; '
+    'printf \'\\n{"bwrap-exit": 1}\\n\' >>"$f"; '
     f"printf '\\r\\n%s (start %s)\\r\\n' '{NOT_BUILT}' \"${{f##*-}}\"; "
     "exec sleep 30; fi; exit $s"
 )
 """A local sandboxed pane's process: ``sh -c PANE_WRAPPER agent-tui-pane STATUS BWRAP-ARGV``.
 
-bwrap (with ``--json-status-fd 3``) runs as its child; when it exits 1 without having written
-``exit-code`` (the walls were never built) the wrapper adds its own line to the status file,
-prints ``NOT_BUILT`` with the start's number and holds the pane (for 30 s at most) until
-``set_up`` starts it again. Any other end ends the pane as a plain ``exec`` would."""
+It writes its pane's id into the status file, then runs bwrap (with ``--json-status-fd 3``
+appending there) as its child; when bwrap exits 1 without having written ``exit-code`` (the
+walls were never built) the wrapper adds its own line to the file, prints ``NOT_BUILT`` and
+holds the pane (for 30 s at most) until ``set_up`` starts it again. Any other end ends the
+pane as a plain ``exec`` would."""
 
 
 @dataclass(frozen=True)
@@ -165,33 +166,31 @@ class PaneShells:
         wrapper = ["/bin/sh", "-c", PANE_WRAPPER, "agent-tui-pane", status]
         return "exec " + shlex.join([*wrapper, *wrapped])
 
-    def started_in_vain(self, start_id: int, pane_id: str) -> _Start | None:
-        """The start ``start_id`` of ``pane_id`` when its bwrap never started the shell.
+    def started_in_vain(self, pane_id: str) -> _Start | None:
+        """The start of ``pane_id``'s shell whose bwrap never started it, if there is one.
 
-        Only the wrapper writes its line into the status file (the sandbox cannot reach that
-        file), and only when bwrap wrote no ``exit-code``: a shell that ran and exited with 1,
-        or words a program printed, never count.
+        Only the wrapper writes the pane's id and its own verdict into the status file (the
+        sandbox cannot reach that file), and only when bwrap wrote no ``exit-code``: a shell
+        that ran and exited with 1, or words a program printed, never count.
         """
-        start = self._starts.get(start_id)
-        if start is None:
-            return None
-        try:
-            with open(start.status, "rb") as handle:
-                status = handle.read()
-        except OSError:
-            return None
-        wrapper: object = None
-        for line in status.splitlines():
-            with contextlib.suppress(ValueError):
-                said = json.loads(line)
-                if isinstance(said, dict) and "bwrap-exit" in said:
-                    wrapper = said
-        if wrapper != {"bwrap-exit": 1, "pane": pane_id} or not setup_failed(status, 1):
-            return None
-        self._starts.pop(start_id, None)
-        with contextlib.suppress(OSError):
-            os.unlink(start.status)
-        return start
+        for start_id, start in list(self._starts.items()):
+            pane, failed = _read_status(start.status)
+            if pane == pane_id and failed:
+                self._forget_start(start_id)
+                return start
+        return None
+
+    def started(self, pane_id: str) -> None:
+        """``pane_id``'s shell answered: forget its starts."""
+        for start_id, start in list(self._starts.items()):
+            if _read_status(start.status)[0] == pane_id:
+                self._forget_start(start_id)
+
+    def _forget_start(self, start_id: int) -> None:
+        start = self._starts.pop(start_id, None)
+        if start is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(start.status)  # bwrap may still hold it open: harmless
 
     def close(self) -> None:
         """Remove the status files of the panes' starts."""
@@ -266,27 +265,38 @@ class PaneShells:
         deadline = time.monotonic() + SETUP_TIMEOUT
         try:
             line = await _bootstrap(client, pane_id, kind, nonce, created=created)
-            await type_command(client, pane_id, line, clear=True)
-            retried = False
+            retried = typed = False
+            respawned_at = 0
             while True:
-                try:
-                    _, status_code = await watch.wait_end(deadline)
-                    break
-                except NotBuilt as failed:
-                    start = self.started_in_vain(failed.start_id, pane_id) if created else None
-                    if start is None:
-                        continue  # not this pane's wrapper: only its status file says so
+                # Looked for before typing and after each word from a wrapper: it may have
+                # spoken before the watch was there (it writes the status file first), and
+                # nothing is typed into a pane that is to be started again.
+                start = self.started_in_vain(pane_id) if created and self._starts else None
+                if start is not None:
                     if retried:
+                        # bwrap's words come before the wrapper's in the pane: wait for those.
+                        await watch.wait_words(respawned_at, time.monotonic() + 5)
                         raise BackendError(
                             f"the sandbox of pane {pane_id} could not be built, twice: "
                             f"{watch.bwrap_said() or 'bwrap gave up'}"
-                        ) from None
-                    retried = True
+                        )
+                    retried, typed = True, False
+                    respawned_at = watch.words
                     await self._start_again(client, pane_id, start)
                     if self.local_host:
                         pane.shell_pid = await shell_pid(client, pane_id)
                     deadline = time.monotonic() + SETUP_TIMEOUT
+                    continue
+                if not typed:
                     await type_command(client, pane_id, line, clear=True)
+                    typed = True
+                try:
+                    _, status_code = await watch.wait_end(deadline)
+                    break
+                except NotBuilt:
+                    continue  # only the status file says whether it was this pane's
+            if self._starts:
+                self.started(pane_id)
             if kind is ShellKind.BASH:
                 # PS0 needs bash 4.4; older ones get the sh-style start marker instead.
                 pane.prefix_start = status_code != 0
@@ -326,11 +336,27 @@ SETUP_TIMEOUT = 15.0
 
 
 class NotBuilt(Exception):
-    """A pane printed ``NOT_BUILT`` for start ``start_id`` (to be checked: ``started_in_vain``)."""
+    """A pane printed ``NOT_BUILT`` (to be checked: ``PaneShells.started_in_vain``)."""
 
-    def __init__(self, start_id: int) -> None:
-        super().__init__(start_id)
-        self.start_id = start_id
+
+def _read_status(path: str) -> tuple[str | None, bool]:
+    """A wrapped start's status file: the pane it names, and whether bwrap never started the
+    shell (the wrapper's verdict, and no ``exit-code`` from bwrap)."""
+    try:
+        with open(path, "rb") as handle:
+            status = handle.read()
+    except OSError:
+        return None, False
+    pane: str | None = None
+    verdict: object = None
+    for line in status.splitlines():
+        with contextlib.suppress(ValueError):
+            said = json.loads(line)
+            if isinstance(said, dict) and isinstance(said.get("pane"), str) and pane is None:
+                pane = said["pane"]
+            if isinstance(said, dict) and "bwrap-exit" in said:
+                verdict = said["bwrap-exit"]
+    return pane, verdict == 1 and setup_failed(status, 1)
 
 
 class MarkerWatch:
@@ -342,6 +368,8 @@ class MarkerWatch:
         self.data = bytearray()
         self.markers: list[tuple[int, int | None]] = []
         self.not_built: list[int] = []
+        self.words = 0
+        """How many times a wrapper has said ``NOT_BUILT`` here."""
         self._processed = 0
         self._not_built_at = 0
         self._changed = asyncio.Event()
@@ -357,6 +385,7 @@ class MarkerWatch:
         for seen in _NOT_BUILT_SEEN.finditer(self.data, self._not_built_at):
             self._not_built_at = seen.end()
             self.not_built.append(int(seen.group(1)))
+            self.words += 1
             self._changed.set()
         if len(self.data) > 1 << 16:
             drop = len(self.data) - 4096
@@ -368,6 +397,16 @@ class MarkerWatch:
         """bwrap's last complaint in the pane (``bwrap: Can't ...``), or ''."""
         found = re.findall(rb"bwrap: [^\r\n]*", self.data)
         return found[-1].decode(errors="replace") if found else ""
+
+    async def wait_words(self, past: int, deadline: float) -> None:
+        """Until a wrapper has said ``NOT_BUILT`` more than ``past`` times (or ``deadline``)."""
+        while self.words <= past:
+            self._changed.clear()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), remaining)
 
     async def wait_end(self, deadline: float) -> tuple[int, int]:
         """``(id, exit code)`` of the first end marker.
