@@ -284,7 +284,12 @@ async def test_escape_cancels_a_running_tool(workspace: Path, server: ScriptedSe
 async def test_typing_while_a_tool_runs_steers_the_next_request(
     workspace: Path, server: ScriptedServer
 ) -> None:
-    server.add(shell_step("sleep 1"), {"text": "Checked the logs too."})
+    # The call runs until the test lets it end, so it is still running when the person types,
+    # however slowly a loaded machine redraws.
+    go = workspace / "go"
+    server.add(
+        shell_step("until [ -e go ]; do sleep 0.05; done"), {"text": "Checked the logs too."}
+    )
     app = app_for(make_session(workspace, server))
     async with app.run_test(size=(120, 40)) as pilot:
         await send(pilot, app, "wait a second")
@@ -292,6 +297,8 @@ async def test_typing_while_a_tool_runs_steers_the_next_request(
             pilot, lambda: (s := app.tools.state("call_1")) and s.status == "running", "run"
         )
         await send(pilot, app, "also check the logs")
+        assert app.tools.state("call_1").status == "running"  # type: ignore[union-attr]
+        go.touch()
         await turn_done(pilot, app, 2, server)
         # The started call was not thrown away.
         assert app.tools.state("call_1").status == "ok"  # type: ignore[union-attr]
