@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet_support import FleetLab, start_lab
+from tests.fleet_support import FleetLab, lab_for_module
 from tests.sandbox_support import SKIP_REASON, bwrap_works
-from tests.sshd import DEFAULT_USER, SshdUnavailable
+from tests.sshd import DEFAULT_USER
 from tests.test_headless_cli import Cli, ServerProcess, cli, headless, model_server, reason_lines
 from tests.test_loop import result_text, shell, tools_step
 
@@ -25,14 +25,7 @@ pytestmark = [pytest.mark.skipif(not bwrap_works(), reason=SKIP_REASON), pytest.
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[FleetLab]:
-    try:
-        running = start_lab(3)
-    except SshdUnavailable as error:
-        pytest.skip(str(error))
-    try:
-        yield running
-    finally:
-        running.cleanup()
+    yield from lab_for_module(3)
 
 
 def configured(cli: Cli, lab: FleetLab, extra: str = "") -> None:
