@@ -155,3 +155,23 @@ def test_disguises_never_lower_a_rating(
         command = transform(command)
     result = assess_command(command, _clean_repo())
     assert not _problems(row, result), (command, result.segments)
+
+
+def test_an_unreadable_script_fed_to_a_shell_is_read_again_without_its_quotes() -> None:
+    """Found by the test above: quoting nested past what the parser follows hid ``ps eww``.
+
+    The outer heredoc's body holds a line that only starts with its delimiter (``EOF'``),
+    which the parser takes for the end; bash does not. Read line by line with the quotes
+    ignored, the script names the secret read again.
+    """
+    quote = "'\"'\"'"
+    inner = f"bash -c 'bash <<{quote}EOF{quote}\n{quote}p{quote}s eww\nEOF'"
+    command = f"bash <<'EOF'\nFOO=1 {inner}\nEOF"
+    result = assess_command(command, _clean_repo())
+    assert result.parse_error is not None
+    assert result.risk == "high"
+    assert any("/proc/*/environ" in segment.secrets for segment in result.segments)
+    # Reading again only raises: an unreadable line of harmless words stays at "medium".
+    harmless = assess_command('echo "unclosed\nls -la', _clean_repo())
+    assert harmless.parse_error is not None
+    assert harmless.risk in ("medium", "unknown")

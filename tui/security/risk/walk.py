@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
+from tui.security.risk.call import MAX_NESTING
 from tui.security.risk.context import RiskContext
 from tui.security.risk.judge import Judge
 from tui.security.risk.redirects import REDIRECTS, Redirections
@@ -53,6 +54,8 @@ class _Task:
 _GLUED_NEWLINE = re.compile(r"(?<!\\)(?:\\\\)*\n")
 """A newline in an unquoted word that no backslash escapes: a command boundary."""
 _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
+_QUOTES = re.compile(r"""['"\\]""")
+"""Quote characters and backslashes, dropped when an unreadable line is read again."""
 _SKIP = frozenset({"comment", "heredoc_start", "heredoc_end", "heredoc_content"})
 
 
@@ -97,12 +100,38 @@ class Walker:
                 self.judge.secret_word(verdict, plain_word(token))
             if verdict.secrets:
                 self.segments.append(verdict.segment(self.src.text))
+            self.segments.extend(self._lines_without_quotes())
         if error is not None and max_risk(*(s.risk for s in self.segments)) == "low":
             reason = f"the shell parser could not read it: {error}"
             self.segments.append(SegmentRisk(self.src.text, "medium", (reason,), False, None))
         if self.judge.context is None or self.judge.context.shell == "zsh":
             self._comments_as_code(root)
         return self.segments, error
+
+    def _lines_without_quotes(self) -> list[SegmentRisk]:
+        """Each line of an unreadable script, read again with its quotes ignored.
+
+        Quoting that nests past what the parser follows (``bash -c '…'"'"'p'"'"'s eww…'`` fed
+        to a shell through a heredoc) is exactly how a command is disguised, and what a shell
+        finally runs is mostly those words without their quotes. Only what this reading finds
+        worse than the parse error's own "medium" and named (a program or a secret) is kept: a
+        better label, never a lower one.
+        """
+        if self.judge.depth >= MAX_NESTING:
+            return []
+        found: list[SegmentRisk] = []
+        for line in self.src.text.splitlines():
+            bare = _QUOTES.sub("", line).strip()
+            if not bare or bare == self.src.text.strip():
+                continue
+            segments, _ = self.child(bare).run()
+            for segment in segments:
+                # A named program or a secret, not what dropping quotes alone made (a glob).
+                if segment.secrets or (segment.risk == "high" and segment.program is not None):
+                    reason = f"read with its quotes ignored: {bare}"
+                    reasons = (*segment.reasons, reason)
+                    found.append(replace(segment, text=line, reasons=reasons))
+        return found
 
     def _comments_as_code(self, root: Node) -> None:
         """zsh without ``interactive_comments`` reads ``# ; rm -rf x`` as code, not a comment.
