@@ -4,18 +4,21 @@ The machine is shared and noisy, so every figure is measured in the same run as 
 and reported as a ratio too:
 
 * **first request**: exec of ``agent-tui -p`` → its first request reaching the loopback model
-  server, for a command run before (its first request remembered, so sent ahead of start-up:
-  ``tui.agent.providers.ahead``); baseline: a bare ``python -c`` that imports ``httpx2`` and
-  sends one request to the same server (and ``python -c pass``, exec → exit), and the stack's
-  floor: the same request sent from ``asyncio`` after defining and validating one pydantic
-  model, which any program built on these three libraries pays before its first line of its
-  own. **first request, nothing remembered**: the same with an empty data folder each time (a
-  new command line, workspace, configuration or day), paired with the bare request again.
+  server, for a command run before: as a person gets it, handed to a warm process
+  (``tui.warm``), and with warm start off, its first request remembered and so sent ahead of
+  start-up (``tui.agent.providers.ahead``); baseline: a bare ``python -c`` that imports
+  ``httpx2`` and sends one request to the same server (and ``python -c pass``, exec → exit),
+  and the stack's floor: the same request sent from ``asyncio`` after defining and validating
+  one pydantic model, which any program built on these three libraries pays before its first
+  line of its own. **first request, nothing remembered**: the same with an empty data folder
+  each time (a new command line, workspace, configuration or day), paired with the bare
+  request again.
 * **exit**: the final ``stream-json`` event read on the pipe → the process reaped; baseline:
   the same for ``python -c 'print(1)'``.
 * **first frame**: exec of the full-screen app in an 80x24 pseudo-terminal → the first frame
   holding the prompt drawn; baseline: ``python -c pass``.
-* **2 turns x 5 parallel ``sleep 1``** end to end through ``agent-tui -p`` (the floor is 2 s).
+* **2 turns x 5 parallel ``sleep 1``** end to end through ``agent-tui -p`` (the floor is 2 s),
+  as a person gets it (a warm process by then) and with warm start off.
 * ``-X importtime``: what each package costs to import on the ``-p`` path.
 
 Targets: first request ≤ 1.5 times the bare ``httpx`` request of the same round, exit ≤ 50 ms after
@@ -296,6 +299,9 @@ def main() -> int:
         TERM="xterm-256color",
     )
     env.pop("TMUX", None)
+    env.pop("AGENT_TUI_AGENT__WARM_START", None)
+    unwarmed = dict(env, AGENT_TUI_AGENT__WARM_START="false")
+    """The same runs started the ordinary way every time (sent ahead once remembered)."""
     # An installed agent-tui runs from compiled bytecode; a checkout whose environment says
     # not to write it would time the compiler instead (the warm-up rounds write it).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -334,6 +340,15 @@ def main() -> int:
             bare_request()
         ours, base, ratio = paired(args.rounds, ours_request, bare_request)
         rows.append(("first request", ours, "bare httpx request", base, ratio))
+
+        def unwarmed_request() -> float:
+            server.add({"text": "hello"})
+            return until_request(server, headless_command(server, "hi"), workspace, unwarmed)
+
+        for _ in range(2):  # remembered and confirmed under this environment too
+            unwarmed_request()
+        sent, base, ratio = paired(args.rounds, unwarmed_request, bare_request)
+        rows.append(("  warm start off", sent, "bare httpx request", base, ratio))
         cold, base, ratio = paired(args.rounds, cold_request, bare_request)
         rows.append(("  nothing remembered", cold, "bare httpx request", base, ratio))
         floor = median([floor_request() for _ in range(args.rounds)])
@@ -365,12 +380,15 @@ def main() -> int:
         bare = median([bare_frame() for _ in range(max(3, args.rounds // 2))])
         rows.append(("  beside a bare app", ours, "bare Textual app", bare, ours / bare))
 
-        def ours_sleeps() -> float:
+        def ours_sleeps(environ: dict[str, str] = env) -> float:
             server.add(*parallel_script(2, 5))
-            return whole(headless_command(server, "sleep", "--max-turns", "5"), workspace, env)
+            command = headless_command(server, "sleep", "--max-turns", "5")
+            return whole(command, workspace, environ)
 
         ours, base, ratio = paired(3, ours_sleeps, python_pass)
         rows.append(("parallel sleeps", ours, "python -c pass", base, ratio))
+        cold = median([ours_sleeps(unwarmed) for _ in range(3)])
+        rows.append(("  warm start off", cold, "python -c pass", base, cold / base))
         server.add({"text": "hello"})
         costs = import_costs(headless_command(server, "hi"), workspace, env)
     shutil.rmtree(home, ignore_errors=True)

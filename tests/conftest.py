@@ -35,6 +35,11 @@ sys.dont_write_bytecode = False
 # (agent-tui survives that too: ``test_a_pane_whose_sandbox_met_a_hidden_file_mid_rewrite_…``.)
 os.environ["HISTFILE"] = "/dev/null"
 
+# No warm processes (``tui.warm``) outside the tests that are about them: a test that runs the
+# same ``-p`` command three times would otherwise leave one behind for ten minutes, and the
+# tests of the ordinary start (sending ahead, what start-up imports) would meet a warm one.
+os.environ["AGENT_TUI_AGENT__WARM_START"] = "false"
+
 pytest_plugins = ["tests.container_image"]
 """Podman images and containers, built once per session (only when a test asks for them)."""
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import enum
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -93,6 +94,15 @@ class Opening:
         """After ``/trust``: the next session reads the settings as they now apply."""
         self.loaded = await asyncio.to_thread(self._load)
 
+    @staticmethod
+    def _warm_start(wanted: bool) -> None:
+        """Keep ``tui.warm``'s on/off mark in step with the person's config. The variable
+        ``AGENT_TUI_AGENT__WARM_START`` is this run's alone: it changes nothing for others."""
+        from tui.warm.place import switched_off, turn_off, turn_on
+
+        if not switched_off(os.environ):
+            (turn_on if wanted else turn_off)(os.environ)
+
     async def open(self) -> AgentSession:
         """Settings, trust, target, session: the first session of the run.
 
@@ -121,6 +131,7 @@ class Opening:
             from tui.agent.providers.ahead import turn_off
 
             turn_off()
+        self._warm_start(loaded.settings.agent.warm_start)
         interactive = self.run is Run.APP
         try:
             target = await open_chosen(

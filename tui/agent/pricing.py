@@ -19,7 +19,7 @@ from types import ModuleType
 from tui.agent.providers.base import UsageReport
 from tui.events import Usage
 
-__all__ = ["add_cost", "cost_usd", "usage_event", "warm"]
+__all__ = ["add_cost", "cost_usd", "usage_event", "warm", "warm_now"]
 
 log = logging.getLogger(__name__)
 
@@ -31,15 +31,24 @@ _PROVIDER_IDS = {"openai": "openai", "openai-responses": "openai", "anthropic": 
 def _library() -> ModuleType | None:
     try:
         import genai_prices
+        from genai_prices.data_snapshot import get_snapshot
     except ImportError:  # pragma: no cover - a broken install shows tokens only
         log.warning("genai-prices is not installed: costs are not shown")
         return None
+    # The table itself (``genai_prices.data``, most of the import's cost) loads on the first
+    # price asked for: load it here too, so that first price does not stall the loop.
+    get_snapshot()
     return genai_prices
 
 
 async def warm() -> None:
     """Import the price table in a thread, so the first ``cost_usd`` does not block."""
     await asyncio.to_thread(_library)
+
+
+def warm_now() -> None:
+    """Import the price table here and now (a warm process, before it serves runs)."""
+    _library()
 
 
 def cost_usd(usage: UsageReport, *, model: str, provider: str) -> float | None:

@@ -54,6 +54,7 @@ SETTING_KINDS: dict[str, Kind] = {
     "agent.loop_no_progress_repeats": "tightening",
     "agent.output_disk_cap": "tightening",
     "agent.send_ahead": "never",
+    "agent.warm_start": "never",
     "agent.tool_timeout": "tightening",
     "agent.tool_timeouts.*": "tightening",
     # [tools]

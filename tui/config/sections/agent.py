@@ -62,6 +62,11 @@ class AgentSettings(BaseModel):
     still starting, and uses the answer only if the real first request is the same bytes
     (``tui.agent.providers.ahead``). False: nothing is remembered, nothing sent ahead (set
     in the person's own config or as ``AGENT_TUI_AGENT__SEND_AHEAD=false``)."""
+    warm_start: bool = True
+    """A ``-p`` run of the same kind as one in the last ten minutes (same folder, environment
+    and install, no terminal) starts a warm process, which takes the next such run already
+    imported (``tui.warm``). False: none is started, running ones end (set in the person's own
+    config or as ``AGENT_TUI_AGENT__WARM_START=false``)."""
     output_disk_cap: int = Field(default=DEFAULT_DISK_CAP, ge=0)
     """Bytes of one command's output saved to disk (the full-output file the model may page
     through, and each tool block's stream for the pager). Past it nothing more is saved, and

@@ -1,0 +1,349 @@
+"""Warm start (``tui.warm``): real ``agent-tui -p`` commands, real warm processes, the scripted
+model server on loopback. Each test turns warm start on for its own data folder only (the
+suite turns it off everywhere else: ``tests/conftest.py``) and ends the warm process it made."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.scripted_server import ScriptedServer
+from tui.locations import data_dir
+from tui.warm.place import FOLDER, SWITCH, warm_folder
+from tui.warm.wire import address, decode_request, encode_request
+
+AGENT_TUI = str(Path(sys.executable).with_name("agent-tui"))
+DEADLINE = 60
+META = {"risk": "low", "mutation": False, "privesc": False, "why": "test"}
+
+
+def wait_for(condition: Callable[[], object], what: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (not yet reaped by its parent) has ended all the same
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def processes_running(text: str, *, inside: bool = False) -> list[int]:
+    """Processes whose command line holds ``text``; with ``inside``, only those the sandbox
+    started (bubblewrap's own process may still be setting up its parent-death signal)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if inside and cmdline.split(b" ", 1)[0].endswith(b"bwrap"):
+            continue
+        if text.encode() in cmdline and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+@dataclass
+class Home:
+    root: Path
+    workspace: Path
+    server: ScriptedServer
+    extra_env: dict[str, str]
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC"))}
+        env.pop(SWITCH, None)
+        env.pop("AGENT_TUI_PROVIDER__API_KEY", None)
+        env.update(
+            OPENAI_API_KEY="test-key",
+            AGENT_TUI_CONFIG_DIR=str(self.root / "config"),
+            AGENT_TUI_DATA_DIR=str(self.root / "data"),
+            **self.extra_env,
+        )
+        return env
+
+    @property
+    def folder(self) -> Path:
+        return self.root / "data" / FOLDER
+
+    def command(self, prompt: str, *extra: str) -> list[str]:
+        return [
+            AGENT_TUI,
+            "-p",
+            prompt,
+            "--base-url",
+            self.server.openai_base_url,
+            "--model",
+            "scripted",
+            "--approval-mode",
+            "full-auto",
+            *extra,
+        ]
+
+    def run(
+        self, prompt: str, *extra: str, stdin: str | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.command(prompt, *extra),
+            cwd=self.workspace,
+            env=env or self.env,
+            input=stdin,
+            stdin=subprocess.DEVNULL if stdin is None else None,
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE,
+            check=False,
+        )
+
+    def start(self, prompt: str, *extra: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            self.command(prompt, *extra),
+            cwd=self.workspace,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+
+    def status(self) -> dict[str, int] | None:
+        found = sorted(self.folder.glob("*.json"))
+        if not found:
+            return None
+        try:
+            loaded: dict[str, int] = json.loads(found[0].read_text())
+        except (OSError, ValueError):
+            return None
+        return loaded
+
+    def runs(self) -> int:
+        status = self.status()
+        return -1 if status is None else status["runs"]
+
+    def sockets(self) -> list[Path]:
+        return sorted(self.folder.glob("*.sock"))
+
+    def serving(self) -> bool:
+        for path in self.sockets():
+            with socket.socket(socket.AF_UNIX) as probe, address(str(path)) as where:
+                try:
+                    probe.connect(where)
+                except OSError:
+                    continue
+                return True
+        return False
+
+    def warmed(self) -> int:
+        """Two ordinary runs (the second starts a warm process); the warm process's pid."""
+        self.server.add({"text": "one"}, {"text": "two"})
+        for expected in ("one", "two"):
+            done = self.run("hello")
+            assert (done.returncode, done.stdout.strip()) == (0, expected), done.stderr
+        wait_for(self.serving, "the warm process to listen")
+        status = self.status()
+        assert status is not None and status["runs"] == 0
+        return status["pid"]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Home]:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    with ScriptedServer() as server:
+        place = Home(tmp_path, workspace, server, {})
+        try:
+            yield place
+        finally:
+            status = place.status()
+            if status is not None and alive(status["pid"]):
+                os.kill(status["pid"], signal.SIGKILL)
+
+
+def shell_call(command: str) -> dict[str, object]:
+    arguments = json.dumps({"command": command, **META})
+    return {"tool_calls": [{"id": "call_1", "name": "run_shell", "arguments": arguments}]}
+
+
+def test_the_third_run_of_a_kind_is_handed_to_a_warm_process(home: Home) -> None:
+    pid = home.warmed()
+    home.server.add({"text": "three"})
+    done = home.run("hello")
+    assert (done.returncode, done.stdout.strip()) == (0, "three"), done.stderr
+    assert home.runs() == 1
+    assert alive(pid)
+    # The run is the ordinary one, prompt and all: the request carries the third prompt.
+    assert "hello" in json.dumps(home.server.requests[-1].body["messages"])
+
+
+def test_a_warm_run_has_its_own_exit_status_streams_and_input(home: Home) -> None:
+    home.warmed()
+    cold = subprocess.run(
+        home.command("x", "--approval-mode", "bogus"),
+        cwd=home.workspace,
+        env={**home.env, SWITCH: "false"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        check=False,
+    )
+    warm = home.run("x", "--approval-mode", "bogus")
+    assert home.runs() == 1
+    assert (warm.returncode, warm.stdout, warm.stderr) == (
+        cold.returncode,
+        cold.stdout,
+        cold.stderr,
+    )
+    assert warm.returncode == 2 and "bogus" in warm.stderr
+    home.server.add({"text": "piped"})
+    done = home.run("summarise this", stdin="a line piped in\n")
+    assert (done.returncode, done.stdout.strip()) == (0, "piped"), done.stderr
+    assert home.runs() == 2
+    assert "a line piped in" in json.dumps(home.server.requests[-1].body["messages"])
+
+
+def test_killing_the_typed_command_ends_the_warm_run_and_its_commands(home: Home) -> None:
+    pid = home.warmed()
+    marker = "sleep 300 # warm-kill"
+    home.server.add(shell_call(marker))  # the run ends before it asks again
+    client = home.start("sleep")
+    wait_for(lambda: processes_running(marker, inside=True), "the sandboxed command to start")
+    assert home.runs() == 1
+    client.kill()
+    client.wait(timeout=DEADLINE)
+    wait_for(lambda: not processes_running(marker), "the run's command to end")
+    assert alive(pid)  # the warm process itself serves on
+    home.server.add({"text": "after"})
+    done = home.run("again")
+    assert (done.returncode, done.stdout.strip()) == (0, "after"), done.stderr
+
+
+def test_a_signal_to_the_typed_command_reaches_the_run_as_it_would_unwarmed(home: Home) -> None:
+    home.warmed()
+    codes = []
+    for turned in ("false", ""):
+        marker = f"sleep 300 # warm-term-{turned or 'on'}"
+        home.server.add(shell_call(marker))
+        home.extra_env = {SWITCH: turned} if turned else {}
+        client = home.start("sleep")
+        wait_for(
+            lambda m=marker: processes_running(m, inside=True),  # type: ignore[misc]
+            "the sandboxed command to start",
+        )
+        client.send_signal(signal.SIGTERM)
+        codes.append(client.wait(timeout=DEADLINE))
+        wait_for(lambda m=marker: not processes_running(m), "the run's command to end")  # type: ignore[misc]
+    assert home.runs() == 1  # the second was handed over, the first not
+    assert codes[0] == codes[1], codes
+
+
+def test_another_environment_is_never_handed_to_a_warm_process(home: Home) -> None:
+    home.warmed()
+    home.server.add({"text": "elsewhere"})
+    done = home.run("hello", env={**home.env, "SOME_SETTING": "1"})
+    assert (done.returncode, done.stdout.strip()) == (0, "elsewhere"), done.stderr
+    assert home.runs() == 0
+
+
+def test_warm_start_off_in_the_environment_starts_nothing(home: Home) -> None:
+    home.extra_env = {SWITCH: "false"}
+    home.server.add({"text": "1"}, {"text": "2"}, {"text": "3"})
+    for _ in range(3):
+        assert home.run("hello").returncode == 0
+    assert not home.folder.exists() or not list(home.folder.iterdir())
+    # The variable is that run's alone: the next run without it may start one as usual.
+    home.extra_env = {}
+    home.warmed()
+
+
+def test_warm_start_off_in_the_config_ends_warm_processes_and_starts_none(home: Home) -> None:
+    pid = home.warmed()
+    config = home.root / "config"
+    config.mkdir(exist_ok=True)
+    (config / "config.toml").write_text("[agent]\nwarm_start = false\n")
+    home.server.add({"text": "1"}, {"text": "2"}, {"text": "3"})
+    assert home.run("hello").returncode == 0  # handed over: its settings end the process
+    wait_for(lambda: not alive(pid), "the warm process to end")
+    for _ in range(2):
+        assert home.run("hello").returncode == 0
+    assert not home.sockets()
+    (config / "config.toml").write_text("[agent]\nwarm_start = true\n")
+    home.server.add({"text": "4"}, {"text": "5"}, {"text": "6"})
+    for _ in range(3):  # the first turns it on again; the next two start one as always
+        assert home.run("hello").returncode == 0
+    wait_for(home.serving, "a warm process once it is on again")
+
+
+def test_a_folder_others_could_write_is_not_used(home: Home) -> None:
+    home.folder.mkdir(parents=True)
+    home.folder.chmod(0o777)
+    home.server.add({"text": "1"}, {"text": "2"}, {"text": "3"})
+    for _ in range(3):
+        assert home.run("hello").returncode == 0
+    assert not list(home.folder.iterdir())
+
+
+def test_a_removed_socket_ends_the_warm_process(home: Home) -> None:
+    pid = home.warmed()
+    for path in home.sockets():
+        path.unlink()
+    wait_for(lambda: not alive(pid), "the warm process to end")
+
+
+def test_runs_at_the_same_time_are_each_served(home: Home) -> None:
+    home.warmed()
+    home.server.add({"text": "same"}, {"text": "same"}, {"text": "same"})
+    clients = [home.start("hello") for _ in range(3)]
+    outputs = [client.communicate(timeout=DEADLINE) for client in clients]
+    assert [client.returncode for client in clients] == [0, 0, 0], outputs
+    assert [out.strip() for out, _ in outputs] == ["same"] * 3
+    assert home.runs() == 3
+
+
+@pytest.mark.parametrize("xdg", [None, "", "  ", "/tmp/xdg-data"])
+def test_the_warm_folder_is_in_the_data_folder_platformdirs_names(
+    xdg: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGENT_TUI_DATA_DIR", raising=False)
+    if xdg is None:
+        monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_DATA_HOME", xdg)
+    assert warm_folder(dict(os.environ)) == str(data_dir() / FOLDER)
+
+
+def test_a_request_crosses_the_wire_unchanged() -> None:
+    environ = {"PLAIN": "x", "EMPTY": "", "EQUALS": "a=b", "ODD": "caf\udce9"}
+    argv = ["agent-tui", "-p", "", "two words", "a=b"]
+    assert decode_request(encode_request(argv, "/some dir", environ)) == (
+        argv,
+        "/some dir",
+        environ,
+    )
+    assert decode_request(["run", "/", "2", "only-one"]) is None
+    assert decode_request(["run", "/", "0"]) is None
+    assert decode_request(["exit", "0"]) is None
+    assert decode_request(["run", "/", "1", "agent-tui", "NOEQUALS"]) is None
