@@ -13,6 +13,7 @@ import os
 import shutil
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,10 @@ from tui.security.confinement import (
     mode_confinement,
 )
 from tui.security.hosts import HostPolicy
+from tui.security.offline import needs_no_network
 from tui.security.permissions import ApprovalMode
 from tui.security.policy import SecurityPolicy
+from tui.security.risk.assess import assess_command
 
 real_bwrap = pytest.mark.skipif(not bwrap_works(), reason=SKIP_REASON)
 
@@ -433,6 +436,62 @@ async def test_a_yes_in_ask_mode_gives_auto_edits_column_and_the_block_says_wher
     assert request.sandbox == "sandbox: workspace, no network"
     assert "refused a write" in asked.text
     await sandbox.close()
+
+
+@real_bwrap
+async def test_full_auto_gives_no_network_to_a_command_that_needs_none(machine: Planted) -> None:
+    """Each command in a sandbox of its own (``per_command``): ``ls`` and ``sleep`` get the
+    workspace column without the network (no relay, no proxy socket inside); anything that
+    may connect keeps full-auto's network; a shared pane's shell (``per_command`` off) keeps
+    its one column for every command."""
+    sandbox = await started(machine.sandbox())
+    harness = make_harness(
+        machine.workspace,
+        mode=ApprovalMode.FULL_AUTO,
+        backend=backend_on(machine, sandbox),
+        sandbox=replace(sandbox.facts(), per_command=True),
+    )
+    sandbox.approval_mode = lambda: harness.policy.approval_mode
+    quiet = await harness.call("run_shell", {"command": "ls -a /run/agent-tui; sleep 0"})
+    talker = await harness.call("run_shell", {"command": "ls -a /run/agent-tui; python3 -c pass"})
+    labels = [e.sandbox for e in harness.events if isinstance(e, ToolCallStarted)]
+    assert labels == [
+        "sandbox: workspace, no network",
+        "sandbox: workspace, network through the host policy",
+    ]
+    assert "proxy.sock" not in quiet.text and "No such file" in quiet.text, quiet.text
+    assert "proxy.sock" in talker.text, talker.text
+    shared, _ = harness_on(machine, sandbox, ApprovalMode.FULL_AUTO)
+    await shared.call("run_shell", {"command": "sleep 0"})
+    (started_event,) = [e for e in shared.events if isinstance(e, ToolCallStarted)]
+    assert started_event.sandbox == "sandbox: workspace, network through the host policy"
+    await sandbox.close()
+
+
+@pytest.mark.parametrize(
+    ("command", "offline"),
+    [
+        ("sleep 1", True),
+        ("cd src && ls -la | grep x > out.txt", True),
+        ("env LC_ALL=C sort a.txt | uniq -c", True),
+        ('ls "$(cat list.txt)"', True),
+        ("curl https://example.com", False),
+        ("sleep 1; curl https://example.com", False),
+        ("timeout 5 wget x", False),
+        ('bash -c "sleep 1"', False),
+        ("echo hi > /dev/tcp/10.0.0.1/80", False),
+        ("$PROGRAM --flag", False),
+        ("f() { sleep 1; }; f", False),
+        ("echo $(curl -s x)", False),
+        ("find . -exec curl x \\;", False),
+        ("xargs -n1 echo < list", True),  # the rater reads what xargs runs
+        ("xargs -n1 curl < list", False),
+        ('echo "unclosed', False),
+        ("python3 -c pass", False),
+    ],
+)
+def test_which_commands_need_no_network(command: str, offline: bool) -> None:
+    assert needs_no_network(assess_command(command)) is offline
 
 
 def test_a_policy_without_a_sandbox_labels_every_command_so() -> None:

@@ -33,10 +33,21 @@ def test_each_command_line_says_which_sandbox_it_ran_in(cli: Cli, model_server: 
     # auto-edit runs a command that acts only with a yes; with no terminal it was refused.
     assert not (cli.workspace / "made.txt").exists()
 
-    server = model_server([tools_step(shell("call_touch", "touch made.txt")), {"text": "ok"}])
+    fetch = "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 9))' || true"
+    server = model_server(
+        [
+            tools_step(shell("call_touch", "touch made.txt")),
+            tools_step(shell("call_fetch", fetch)),
+            {"text": "ok"},
+        ]
+    )
     done = cli.run(*headless(server, "go", "--approval-mode", "full-auto"))
     assert done.returncode == 0, done.stderr
-    assert "[local · sandbox: workspace, network through the host policy]" in done.stderr
+    # Full-auto gives the network through the host policy to what may use it, and none to a
+    # command that cannot: ``touch`` opens no connection (``tui.security.offline``).
+    assert "▶ run_shell [local · sandbox: workspace, no network] touch made.txt" in done.stderr
+    lines = [line for line in done.stderr.splitlines() if "python3" in line]
+    assert lines and "[local · sandbox: workspace, network through the host policy]" in lines[0]
     assert (cli.workspace / "made.txt").exists()
 
 

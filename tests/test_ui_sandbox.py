@@ -56,7 +56,9 @@ async def sandboxed_session(
 async def test_blocks_and_status_bar_name_the_walls(
     workspace: Path, server: ScriptedServer
 ) -> None:
-    server.add(shell_step("touch inside.txt && echo made"), {"text": "Done."})
+    # A program that may use the network (``tui.security.offline``): full-auto's column.
+    write = "python3 -c \"open('inside.txt', 'w')\" && echo made"
+    server.add(shell_step(write), {"text": "Done."})
     session, sandbox = await sandboxed_session(workspace, server, "full-auto")
     app = app_for(session)
     try:

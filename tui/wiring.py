@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ from tui.events import ErrorEvent, Event, Notice
 from tui.exec.backend import ExecutionBackend
 from tui.exec.local import LocalBackend
 from tui.exec.sandbox.sandbox import Sandbox
+from tui.exec.tmux_pane import tmux_pane
 from tui.extensions import Extensions
 from tui.locations import config_dir, data_dir
 from tui.security.approval import ApprovalBroker, Approver
@@ -144,6 +146,8 @@ def build_session(
         commands = sandbox  # a session on this machine: its commands use this sandbox
     if commands is not None and unsandboxed is None:
         facts = commands.facts()
+        if backend is None or tmux_pane(backend) is None:  # not a shared pane's shell
+            facts = replace(facts, per_command=True)
     else:
         facts = SandboxFacts(absent=unsandboxed or "no sandbox: the rater decides")
     policy = (SecurityPolicy if fleet is None else _fleet_policy_class())(

@@ -11,7 +11,9 @@ command runs inside a bubblewrap sandbox (``tui/exec/sandbox``) whose walls come
     | full-auto                  | same as auto-edit            | through the host policy    |
 
 Secret places are hidden in every column. Going outside the sandbox is never a mode: it is one
-command a person approved after reading "runs OUTSIDE the sandbox".
+command a person approved after reading "runs OUTSIDE the sandbox". Where each command has a
+sandbox of its own (``SandboxFacts.per_command``), one that needs no network
+(``tui.security.offline``) gets its column without it.
 """
 
 from __future__ import annotations
@@ -151,6 +153,9 @@ class SandboxFacts:
     """What the modal and tool blocks say where there is no sandbox (and why)."""
     network: bool = True
     """The host-policy proxy reaches these sandboxes; without it no column has network."""
+    per_command: bool = False
+    """Each command gets a sandbox of its own (not a shared pane's shell): one that needs no
+    network (``tui.security.offline``) is given none."""
 
     def mode_confinement(self, mode: ApprovalMode) -> Confinement:
         walls = mode_confinement(mode, edit_network=self.edit_network)

@@ -43,6 +43,7 @@ from tui.security.environment import reduced_environment
 from tui.security.grant_rules import grant_rules, suggest_pattern
 from tui.security.grants import GrantStore
 from tui.security.hosts import HostPolicy
+from tui.security.offline import needs_no_network
 from tui.security.paths import ALLOW_SETTING, Checked, PathGuard
 from tui.security.permissions import ApprovalMode, PermissionMode
 from tui.security.preview import call_preview
@@ -414,7 +415,7 @@ class SecurityPolicy:
                 call.approval_wait += time.perf_counter() - asked
         if access.is_acting:
             self.rate_limiter.record()
-        confinement = self.sandbox.call_confinement(self.approval_mode, how, outside=outside)
+        confinement = self.walls(how, outside=outside, risk=risk)
         return Authorization(
             how=how,
             permission=needed,
@@ -423,6 +424,20 @@ class SecurityPolicy:
             secrets=secrets,
             confinement=confinement if self.sandbox.active else None,
         )
+
+    def walls(self, how: str, *, outside: bool, risk: CommandRisk | None) -> Confinement:
+        """The sandbox one call gets: its mode's column (``call_confinement``), without the
+        network for a command that needs none where each command has a sandbox of its own."""
+        walls = self.sandbox.call_confinement(self.approval_mode, how, outside=outside)
+        if (
+            self.sandbox.per_command
+            and walls.network != "none"
+            and not walls.outside
+            and risk is not None
+            and needs_no_network(risk)
+        ):
+            return walls.offline()
+        return walls
 
     def _outside_verdict(self, access: ToolAccess) -> tuple[Verdict, str]:
         """Going outside the sandbox is a person's yes every time: no mode, rule or grant
@@ -478,9 +493,7 @@ class SecurityPolicy:
             cwd=call.cwd,
             cwd_elsewhere=self.elsewhere(call.cwd),
             sandbox=self.where_label(
-                self.sandbox.call_confinement(
-                    self.approval_mode, "approved", outside=access.outside and self.sandbox.active
-                )
+                self.walls("approved", outside=access.outside and self.sandbox.active, risk=risk)
             )
             if access.command is not None
             else None,
