@@ -216,7 +216,9 @@ sed -i 's/[[:space:]]*$//' "$file_path"
 BLOCK_RM = """#!/bin/bash
 # A Claude Code PreToolUse hook on Bash: refuse rm -rf, exit 2 with the reason on stderr.
 payload=$(cat)
-echo "$payload" > "$CLAUDE_PROJECT_DIR/last-bash.json"
+# Written whole and renamed: the two Bash calls' hooks run at the same time.
+echo "$payload" > "$CLAUDE_PROJECT_DIR/last-bash.json.$$"
+mv "$CLAUDE_PROJECT_DIR/last-bash.json.$$" "$CLAUDE_PROJECT_DIR/last-bash.json"
 command=$(echo "$payload" | jq -r '.tool_input.command')
 if echo "$command" | grep -q 'rm -rf'; then
   echo "rm -rf is not allowed here" >&2

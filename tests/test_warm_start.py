@@ -227,7 +227,7 @@ def test_a_warm_run_has_its_own_exit_status_streams_and_input(home: Home) -> Non
 
 def test_killing_the_typed_command_ends_the_warm_run_and_its_commands(home: Home) -> None:
     pid = home.warmed()
-    marker = "sleep 300 # warm-kill"
+    marker = "sleep 300; echo warm-kill"  # two commands: bash stays, with this command line
     home.server.add(shell_call(marker))  # the run ends before it asks again
     client = home.start("sleep")
     wait_for(lambda: processes_running(marker, inside=True), "the sandboxed command to start")
@@ -245,7 +245,7 @@ def test_a_signal_to_the_typed_command_reaches_the_run_as_it_would_unwarmed(home
     home.warmed()
     codes = []
     for turned in ("false", ""):
-        marker = f"sleep 300 # warm-term-{turned or 'on'}"
+        marker = f"sleep 300; echo warm-term-{turned or 'on'}"
         home.server.add(shell_call(marker))
         home.extra_env = {SWITCH: turned} if turned else {}
         client = home.start("sleep")
@@ -347,3 +347,17 @@ def test_a_request_crosses_the_wire_unchanged() -> None:
     assert decode_request(["run", "/", "0"]) is None
     assert decode_request(["exit", "0"]) is None
     assert decode_request(["run", "/", "1", "agent-tui", "NOEQUALS"]) is None
+
+
+def test_keys_no_run_had_for_a_day_are_forgotten(home: Home) -> None:
+    home.folder.mkdir(parents=True, mode=0o700)
+    old = time.time() - 2 * 86400
+    for name in ("a" * 32 + ".seen", "b" * 32 + ".refused", "c" * 32 + ".json", "d" * 32 + ".lock"):
+        (home.folder / name).touch()
+        os.utime(home.folder / name, (old, old))
+    (home.folder / ("e" * 32 + ".seen")).touch()  # recent: kept
+    home.server.add({"text": "1"})
+    assert home.run("hello").returncode == 0
+    names = sorted(path.name for path in home.folder.iterdir())
+    assert "e" * 32 + ".seen" in names
+    assert not [name for name in names if name[0] in "abcd"], names

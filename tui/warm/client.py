@@ -37,6 +37,8 @@ FORWARDED = (
 CONNECT_TIMEOUT = 2.0
 """Seconds to wait for a warm process to take the run before starting the ordinary way."""
 SERVE = "from tui.launch import serve_warm; serve_warm()"
+FORGET = 86400.0
+"""Seconds after which a key's files are removed (and a refused key may be tried again)."""
 
 
 def _prompt_flag(arg: str) -> bool:
@@ -165,9 +167,29 @@ def _note(place: Place) -> None:
             os.utime(place.seen)
     except OSError:
         return
+    if last is None:
+        _prune(place.folder)
     if last is None or time.time() - last > WINDOW or os.path.exists(place.refused):
         return
     _spawn(place)
+
+
+def _prune(folder: str) -> None:
+    """Forget keys no run has had for ``FORGET`` seconds: a folder that changes every time
+    (a build's temporary checkout) would otherwise leave a file a run behind."""
+    now = time.time()
+    try:
+        with os.scandir(folder) as listing:
+            for entry in listing:
+                if not entry.name.endswith((".seen", ".refused", ".json", ".lock")):
+                    continue
+                try:
+                    if now - entry.stat(follow_symlinks=False).st_mtime > FORGET:
+                        os.unlink(entry.path)
+                except OSError:
+                    pass
+    except OSError:
+        pass
 
 
 def _spawn(place: Place) -> None:

@@ -87,9 +87,9 @@ def serve(given: str, preload: Callable[[], None]) -> Request:
         os._exit(0)
     gc.collect()
     gc.freeze()  # what the imports made stays shared with every fork, never scanned again
-    listener, inode = _listen(place)
     runs = 0
-    _status(place, runs)
+    _status(place, runs)  # before the socket: whoever finds the socket finds this too
+    listener, inode = _listen(place)
     last = time.monotonic()
     while True:
         ready, _, _ = select.select([listener], [], [], TICK)
