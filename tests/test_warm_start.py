@@ -349,15 +349,33 @@ def test_a_request_crosses_the_wire_unchanged() -> None:
     assert decode_request(["run", "/", "1", "agent-tui", "NOEQUALS"]) is None
 
 
+FORGOTTEN = ("seen", "refused", "json", "lock")
+"""The files of a key, all removed once no run has had it for a day."""
+
+
 def test_keys_no_run_had_for_a_day_are_forgotten(home: Home) -> None:
     home.folder.mkdir(parents=True, mode=0o700)
     old = time.time() - 2 * 86400
-    for name in ("a" * 32 + ".seen", "b" * 32 + ".refused", "c" * 32 + ".json", "d" * 32 + ".lock"):
+    stale = [f"{letter * 32}.{kind}" for letter, kind in zip("abcd", FORGOTTEN, strict=True)]
+    for name in stale:
         (home.folder / name).touch()
         os.utime(home.folder / name, (old, old))
-    (home.folder / ("e" * 32 + ".seen")).touch()  # recent: kept
+    recent = "e" * 32 + ".seen"
+    (home.folder / recent).touch()
     home.server.add({"text": "1"})
     assert home.run("hello").returncode == 0
-    names = sorted(path.name for path in home.folder.iterdir())
-    assert "e" * 32 + ".seen" in names
-    assert not [name for name in names if name[0] in "abcd"], names
+    names = {path.name for path in home.folder.iterdir()}
+    assert recent in names
+    assert not names & set(stale), names
+
+
+def test_the_warm_process_holds_no_key_and_each_run_brings_its_own(home: Home) -> None:
+    pid = home.warmed()
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    assert b"OPENAI_API_KEY=" in environ  # the name counts for the key, the value is not there
+    assert not [entry for entry in environ if b"test-key" in entry]
+    home.server.add({"text": "other key"})
+    done = home.run("hello", env={**home.env, "OPENAI_API_KEY": "another-key"})
+    assert (done.returncode, done.stdout.strip()) == (0, "other key"), done.stderr
+    assert home.runs() == 1
+    assert home.server.requests[-1].headers["authorization"] == "Bearer another-key"

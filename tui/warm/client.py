@@ -21,6 +21,7 @@ from tui.warm.place import (
     switched_off,
     turned_off,
     warm_folder,
+    without_secrets,
 )
 from tui.warm.wire import STREAMS, WireError, address, encode_request, peer_uid, receive, send
 
@@ -209,7 +210,8 @@ def _spawn(place: Place) -> None:
                 # A descriptor the caller left open (a pipe's writing end) must not live on in
                 # a process that outlives this run: the caller would never see its end.
                 os.closerange(STREAMS, max(os.sysconf("SC_OPEN_MAX"), 1024))
-                os.execv(sys.executable, argv)
+                # It never holds a key: what a run needs comes with the run.
+                os.execve(sys.executable, argv, without_secrets(os.environ))
         finally:
             os._exit(0)
     try:

@@ -28,8 +28,21 @@ IDLE = 600.0
 """Seconds a warm process waits for a run before it ends."""
 VOLATILE = frozenset({"_", "OLDPWD", "SHLVL"})
 """Variables a shell changes between two identical commands; nothing at import reads them."""
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "COOKIE", "AUTH")
+"""A variable whose name holds one of these is a secret to the warm process: it is started
+with the value blanked, and the key counts only the name (runs bring their own values)."""
 _FLAGS_NOT_KEYED = frozenset({"safe_path"})
 """The warm process is started with ``-P`` (nothing from its folder on the search path)."""
+
+
+def secret_name(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in SECRET_WORDS)
+
+
+def without_secrets(environ: os._Environ[str] | dict[str, str]) -> dict[str, str]:
+    """The environment a warm process is started with: every secret's value blanked."""
+    return {name: "" if secret_name(name) else value for name, value in environ.items()}
 
 
 def switched_off(environ: os._Environ[str] | dict[str, str]) -> bool:
@@ -152,7 +165,7 @@ def key(search_path: list[str], cwd: str, environ: os._Environ[str] | dict[str, 
         list(sys.warnoptions),
         (os.getuid(), os.geteuid(), os.getgid(), os.getegid(), sorted(os.getgroups())),
         cwd,
-        sorted((k, v) for k, v in environ.items() if k not in VOLATILE),
+        sorted((k, v) for k, v in without_secrets(environ).items() if k not in VOLATILE),
         _umask(),
         _limits(),
         _read("/proc/self/cgroup"),
