@@ -11,9 +11,10 @@ read anew. The command that was typed waits, passes on the signals it gets and e
 run's status.
 
 Nothing about a run is decided in the warm process: it holds no settings, keys or sessions,
-only imported code (it starts with every secret-named variable blanked: ``place.SECRET_WORDS``). Its key (``place``) covers everything that could make a fork differ from a
-fresh start (the code on disk, the interpreter, its search path and flags, the environment, the
-folder, the user, namespaces and cgroup), so a changed install or environment never meets an old
-process. Only runs with no terminal are handed over, so job control and the controlling
-terminal stay as they are.
+only imported code (it starts with every secret-named variable blanked: ``place.SECRET_WORDS``).
+Its key (``place``) covers everything that could make a fork differ from a fresh start (the code
+on disk, the interpreter, its search path and flags, the environment, the folder, the user,
+namespaces and cgroup), so a changed install or environment never meets an old process. Only
+runs with no terminal are handed over, so job control and the controlling terminal stay as
+they are.
 """
