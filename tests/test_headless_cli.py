@@ -179,6 +179,9 @@ def cli(tmp_path: Path) -> Cli:
         AGENT_TUI_DATA_DIR=str(tmp_path / "data"),
         OPENAI_API_KEY=OPENAI_KEY,
         ANTHROPIC_API_KEY=ANTHROPIC_KEY,
+        # Each test's own runs stay ordinary starts (tests/test_warm_start.py is about warm
+        # ones): a test running a command three times would leave a warm process behind.
+        AGENT_TUI_AGENT__WARM_START="false",
     )
     return Cli(workspace.resolve(), env)
 

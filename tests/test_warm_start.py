@@ -311,6 +311,7 @@ def test_a_removed_socket_ends_the_warm_process(home: Home) -> None:
     for path in home.sockets():
         path.unlink()
     wait_for(lambda: not alive(pid), "the warm process to end")
+    assert home.status() is None  # its pid is not left behind to name another process
 
 
 def test_runs_at_the_same_time_are_each_served(home: Home) -> None:

@@ -95,12 +95,12 @@ def serve(given: str, preload: Callable[[], None]) -> Request:
         ready, _, _ = select.select([listener], [], [], TICK)
         _reap()
         if _socket_inode(place) != inode:
-            os._exit(0)
+            _end(place)
         if not ready:
             if time.monotonic() - last > IDLE:
                 with contextlib.suppress(OSError):
                     os.unlink(place.socket)
-                os._exit(0)
+                _end(place)
             continue
         try:
             conn, _ = listener.accept()
@@ -248,6 +248,17 @@ def _status(place: Place, runs: int) -> None:
         with open(spare, "w", encoding="utf-8") as handle:
             handle.write(data)
         os.replace(spare, place.status)
+
+
+def _end(place: Place) -> None:
+    """The warm process ends; its status goes with it (unless a newer one wrote it since)."""
+    try:
+        with open(place.status, encoding="utf-8") as handle:
+            if json.load(handle).get("pid") == os.getpid():
+                os.unlink(place.status)
+    except (OSError, ValueError, AttributeError):
+        pass
+    os._exit(0)
 
 
 def _name(name: str) -> None:
