@@ -380,3 +380,33 @@ def test_the_warm_process_holds_no_key_and_each_run_brings_its_own(home: Home) -
     assert (done.returncode, done.stdout.strip()) == (0, "other key"), done.stderr
     assert home.runs() == 1
     assert home.server.requests[-1].headers["authorization"] == "Bearer another-key"
+
+
+def test_the_key_follows_what_could_make_a_fork_differ(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The installed code, the environment and the folder change the key; a secret's value
+    (which a run brings itself) and a shell's own counters do not."""
+    import tui
+    from tui.warm.place import key
+
+    package = tmp_path / "tui"
+    (package / "warm").mkdir(parents=True)
+    for name in ("__init__.py", "warm/place.py"):
+        (package / name).write_text("# a module\n")
+    monkeypatch.setattr(tui, "__file__", str(package / "__init__.py"))  # a copy to change
+    environ = {"PATH": "/usr/bin", "OPENAI_API_KEY": "one", "SHLVL": "1"}
+    base = key(sys.path[1:], "/work", environ)
+    assert key(sys.path[1:], "/work", dict(environ)) == base
+    assert key(sys.path[1:], "/work", {**environ, "OPENAI_API_KEY": "two", "SHLVL": "3"}) == base
+    assert key(sys.path[1:], "/work", {**environ, "LANG": "C"}) != base
+    assert key(sys.path[1:], "/elsewhere", environ) != base
+    assert key([*sys.path[1:], "/more"], "/work", environ) != base
+    module = package / "warm" / "place.py"
+    stamp = module.stat()
+    os.utime(module, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 1_000_000_000))
+    assert key(sys.path[1:], "/work", environ) != base
+    os.utime(module, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert key(sys.path[1:], "/work", environ) == base
+    module.write_text("# a module, edited\n")
+    assert key(sys.path[1:], "/work", environ) != base
