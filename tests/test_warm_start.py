@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -61,6 +62,18 @@ def processes_running(text: str, *, inside: bool = False) -> list[int]:
             continue
         if text.encode() in cmdline and alive(int(entry.name)):
             found.append(int(entry.name))
+    return found
+
+
+def warm_processes_in(folder: Path) -> list[int]:
+    """Warm processes started from ``folder`` (their working folder), whatever their state."""
+    found = []
+    for pid in processes_running("serve_warm"):
+        try:
+            if Path(f"/proc/{pid}/cwd").resolve() == folder.resolve():
+                found.append(pid)
+        except OSError:
+            continue
     return found
 
 
@@ -180,6 +193,8 @@ def home(tmp_path: Path) -> Iterator[Home]:
             status = place.status()
             if status is not None and alive(status["pid"]):
                 os.kill(status["pid"], signal.SIGKILL)
+            for pid in warm_processes_in(workspace):
+                os.kill(pid, signal.SIGKILL)
 
 
 def shell_call(command: str) -> dict[str, object]:
@@ -410,3 +425,36 @@ def test_the_key_follows_what_could_make_a_fork_differ(
     assert key(sys.path[1:], "/work", environ) == base
     module.write_text("# a module, edited\n")
     assert key(sys.path[1:], "/work", environ) != base
+
+
+def test_a_warm_process_that_never_answers_leaves_the_run_to_the_ordinary_start(
+    home: Home,
+) -> None:
+    """Until the warm side names the run's process group, nothing of the run has started:
+    a socket that takes the request and closes means one ordinary run, not none or two."""
+    pid = home.warmed()
+    (path,) = home.sockets()
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not alive(pid), "the warm process to die")
+    path.unlink()
+    taken: list[bytes] = []
+    with socket.socket(socket.AF_UNIX) as fake, address(str(path)) as where:
+        fake.bind(where)
+        fake.listen(1)
+
+        def answer_nothing() -> None:
+            conn, _ = fake.accept()
+            with conn:
+                taken.append(conn.recv(65536))
+
+        listener = threading.Thread(target=answer_nothing)
+        listener.start()
+        before = len(home.server.requests)
+        home.server.add({"text": "ordinary"})
+        for seen in home.folder.glob("*.seen"):
+            seen.unlink()  # so this run does not start another warm process
+        done = home.run("hello")
+        listener.join(timeout=DEADLINE)
+    assert (done.returncode, done.stdout.strip()) == (0, "ordinary"), done.stderr
+    assert taken and taken[0]  # the request did reach the fake
+    assert len(home.server.requests) == before + 1

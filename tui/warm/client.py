@@ -47,8 +47,11 @@ def _prompt_flag(arg: str) -> bool:
 
 
 def eligible(argv: list[str]) -> bool:
-    """A ``-p`` run of the installed command with no terminal on any standard stream."""
-    if not any(_prompt_flag(arg) for arg in argv[1:]) or switched_off(os.environ):
+    """A ``-p`` run of the installed command with no terminal on any standard stream, on
+    Linux (peer credentials, ``/proc`` and pidfds are Linux's)."""
+    if sys.platform != "linux" or not any(_prompt_flag(arg) for arg in argv[1:]):
+        return False
+    if switched_off(os.environ):
         return False
     try:
         if any(os.isatty(fd) for fd in range(STREAMS)):
@@ -77,21 +80,24 @@ def hand_over(argv: list[str]) -> None:
     Otherwise note the run, start a warm process for the next one if this is the second of its
     kind within ``WINDOW``, and return: the caller starts the ordinary way.
     """
-    if not eligible(argv):
-        return
     try:
+        if not eligible(argv):
+            return
         place = here()
-    except (OSError, ValueError):
+        if place is None:
+            return
+        sock = _connect(place)
+        group = None if sock is None else _start(sock, argv)
+    except Exception:  # anything odd before the run started: it starts the ordinary way
         return
-    if place is None:
-        return
-    sock = _connect(place)
+    if sock is not None and group is not None:
+        _relay(sock, group)  # never returns
     if sock is not None:
-        group = _start(sock, argv)
-        if group is not None:
-            _relay(sock, group)  # never returns
         sock.close()
-    _note(place)
+    try:
+        _note(place)
+    except Exception:  # remembering is a nicety; the run itself must not suffer for it
+        return
 
 
 def _connect(place: Place) -> _socket.socket | None:
