@@ -16,9 +16,12 @@ SKIPPED = ("tui.ui", "tui.warm", "tui.launch", "tui.__main__")
 
 
 def console() -> None:
-    from tui.warm.client import hand_over
+    from tui.warm.flags import headless
 
-    hand_over(sys.argv)
+    if headless(sys.argv[1:]):  # the app itself is never handed over: no need to load more
+        from tui.warm.client import hand_over
+
+        hand_over(sys.argv)
     ordinary()
 
 

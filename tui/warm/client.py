@@ -13,6 +13,7 @@ import os
 import sys
 import time
 
+from tui.warm.flags import headless
 from tui.warm.place import (
     WINDOW,
     Place,
@@ -42,14 +43,10 @@ FORGET = 86400.0
 """Seconds after which a key's files are removed (and a refused key may be tried again)."""
 
 
-def _prompt_flag(arg: str) -> bool:
-    return arg in ("-p", "--prompt") or arg.startswith(("--prompt=", "-p"))
-
-
 def eligible(argv: list[str]) -> bool:
     """A ``-p`` run of the installed command with no terminal on any standard stream, on
     Linux (peer credentials, ``/proc`` and pidfds are Linux's)."""
-    if sys.platform != "linux" or not any(_prompt_flag(arg) for arg in argv[1:]):
+    if sys.platform != "linux" or not headless(list(argv[1:])):
         return False
     if switched_off(os.environ):
         return False

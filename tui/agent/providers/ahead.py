@@ -40,6 +40,7 @@ from tui.agent.providers.ahead_memory import (
     switched_off,
     write,
 )
+from tui.warm.flags import headless
 
 if TYPE_CHECKING:
     import asyncio
@@ -52,10 +53,6 @@ __all__ = ["Sent", "claim", "hold_back", "remember", "send_ahead", "turn_off"]
 SENT_WAIT = 0.1
 """Seconds the launcher waits for the early request to be written to the socket (the lock
 is free for it meanwhile); on a slow network start-up goes on beside it."""
-
-
-def _prompt_flag(arg: str) -> bool:
-    return arg in ("-p", "--prompt") or arg.startswith(("--prompt=", "-p"))
 
 
 # -- the early request -------------------------------------------------------------------------
@@ -166,7 +163,7 @@ def send_ahead(argv: Sequence[str], environ: Mapping[str, str] | None = None) ->
     Never raises: a problem here only means the run starts the ordinary way.
     """
     global _run
-    if not any(_prompt_flag(arg) for arg in argv):
+    if not headless(list(argv)):
         return False
     environ = dict(os.environ if environ is None else environ)
     if switched_off(environ):
