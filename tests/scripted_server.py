@@ -730,6 +730,20 @@ class ScriptedServer:
         """For OpenAI clients (they add ``/chat/completions``)."""
         return f"{self.base_url}/v1"
 
+    def headless_args(self, prompt: str, *extra: str) -> list[str]:
+        """``agent-tui``'s arguments for a ``-p`` run against this server in full-auto."""
+        return [
+            "-p",
+            prompt,
+            "--base-url",
+            self.openai_base_url,
+            "--model",
+            "scripted",
+            "--approval-mode",
+            "full-auto",
+            *extra,
+        ]
+
     def add(self, *steps: Step) -> None:
         with self._lock:
             self._steps.extend(steps)

@@ -65,19 +65,7 @@ class Place:
         return sorted((self.home / "data" / FOLDER).glob("*.json"))
 
     def run(self, prompt: str, *extra: str, stdin: str | None = None) -> Run:
-        command = [
-            sys.executable,
-            str(DRIVER),
-            "-p",
-            prompt,
-            "--base-url",
-            self.server.openai_base_url,
-            "--model",
-            "scripted",
-            "--approval-mode",
-            "full-auto",
-            *extra,
-        ]
+        command = [sys.executable, str(DRIVER), *self.server.headless_args(prompt, *extra)]
         done = subprocess.run(
             command,
             cwd=self.workspace,

@@ -139,13 +139,20 @@ class Cli:
     def command(self, *args: str) -> list[str]:
         return [str(AGENT_TUI), *args]
 
-    def run(self, *args: str, timeout: float = DEADLINE) -> subprocess.CompletedProcess[str]:
-        """Run to the end with no controlling terminal and nothing on stdin."""
+    def run(
+        self,
+        *args: str,
+        timeout: float = DEADLINE,
+        input: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run to the end with no controlling terminal, ``input`` (else nothing) on stdin."""
         return subprocess.run(
             self.command(*args),
             cwd=self.workspace,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
+            env=self.env if env is None else env,
+            input=input,
+            stdin=subprocess.DEVNULL if input is None else None,
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from tests.scripted_server import ScriptedServer
+from tests.test_headless_cli import Cli
 from tui.locations import data_dir
 from tui.warm.place import FOLDER, SWITCH, warm_folder
 from tui.warm.wire import address, decode_request, encode_request
 
-AGENT_TUI = str(Path(sys.executable).with_name("agent-tui"))
 DEADLINE = 60
 META = {"risk": "low", "mutation": False, "privesc": False, "why": "test"}
 
@@ -101,46 +101,18 @@ class Home:
     def folder(self) -> Path:
         return self.root / "data" / FOLDER
 
-    def command(self, prompt: str, *extra: str) -> list[str]:
-        return [
-            AGENT_TUI,
-            "-p",
-            prompt,
-            "--base-url",
-            self.server.openai_base_url,
-            "--model",
-            "scripted",
-            "--approval-mode",
-            "full-auto",
-            *extra,
-        ]
+    @property
+    def cli(self) -> Cli:
+        return Cli(self.workspace, self.env)
 
     def run(
         self, prompt: str, *extra: str, stdin: str | None = None, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            self.command(prompt, *extra),
-            cwd=self.workspace,
-            env=env or self.env,
-            input=stdin,
-            stdin=subprocess.DEVNULL if stdin is None else None,
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE,
-            check=False,
-        )
+        args = self.server.headless_args(prompt, *extra)
+        return self.cli.run(*args, timeout=DEADLINE, input=stdin, env=env)
 
     def start(self, prompt: str, *extra: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            self.command(prompt, *extra),
-            cwd=self.workspace,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
+        return self.cli.start(*self.server.headless_args(prompt, *extra))
 
     def status(self) -> dict[str, int] | None:
         found = sorted(self.folder.glob("*.json"))
@@ -215,16 +187,7 @@ def test_the_third_run_of_a_kind_is_handed_to_a_warm_process(home: Home) -> None
 
 def test_a_warm_run_has_its_own_exit_status_streams_and_input(home: Home) -> None:
     home.warmed()
-    cold = subprocess.run(
-        home.command("x", "--approval-mode", "bogus"),
-        cwd=home.workspace,
-        env={**home.env, SWITCH: "false"},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE,
-        check=False,
-    )
+    cold = home.run("x", "--approval-mode", "bogus", env={**home.env, SWITCH: "false"})
     warm = home.run("x", "--approval-mode", "bogus")
     assert home.runs() == 1
     assert (warm.returncode, warm.stdout, warm.stderr) == (
