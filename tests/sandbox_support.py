@@ -248,15 +248,23 @@ def changed(before: Snapshot, after: Snapshot) -> list[str]:
     return sorted(key for key in set(before) | set(after) if before.get(key) != after.get(key))
 
 
-def stray_files(token: str, roots: tuple[str, ...] = ("/tmp", "/var/tmp", "/dev/shm")) -> list[str]:
-    """Paths in the system's shared temp folders whose name carries ``token``."""
+def stray_files(
+    *tokens: str, roots: tuple[str, ...] = ("/tmp", "/var/tmp", "/dev/shm")
+) -> list[str]:
+    """Paths in the system's shared temp folders whose name carries any of ``tokens``: one
+    walk for all of them, since during a suite run ``/tmp`` holds tens of thousands of
+    pytest's own folders."""
     found = []
     for root in roots:
         for folder, dirs, files in os.walk(root):
             depth = folder[len(root) :].count(os.sep)
             if depth >= 3:
                 dirs[:] = []
-            found += [os.path.join(folder, n) for n in [*dirs, *files] if token in n]
+            found += [
+                os.path.join(folder, n)
+                for n in [*dirs, *files]
+                if any(token in n for token in tokens)
+            ]
     return found
 
 

@@ -12,7 +12,7 @@ no canary byte in any output, no connection, no process left.
 A run's commands go through ``LANES`` lanes side by side, each lane with a planted machine
 and a sandbox of its own and its commands one after another, so every check above still sees
 exactly one command's doing; the few commands that only end at their 20 s timeout (an editor
-waiting for a key, a stopped shell, a walk of the whole disk) no longer hold up all the rest.
+waiting for a key, a stopped shell) no longer hold up all the rest.
 """
 
 from __future__ import annotations
@@ -131,9 +131,23 @@ def machines(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Planted]]:
         yield [stack.enter_context(planted_machine()) for _ in range(LANES)]
 
 
+PLACEHOLDERS = (
+    ("/tmp/x", "./evil"),  # a program the command runs: the workspace's evil script
+    # Another user's HOME: the planted one, whose secrets are canaries that must not come out
+    # (the machine's own /root holds none, so reading it could never be caught).
+    ("/root", "$HOME"),
+    ("/home/user", "$HOME"),
+    # The whole disk: the whole planted machine, walked to its end so every line it prints is
+    # checked (a walk of / is cut by the timeout somewhere no canary lies).
+    ("find / ", 'find "${HOME%/*}" '),
+)
+
+
 def _runnable(command: str) -> str:
-    """A corpus command aimed at this machine: its placeholder programs are the evil script."""
-    return command.replace("/tmp/x", "./evil")
+    """A corpus command aimed at this machine (``PLACEHOLDERS``)."""
+    for placeholder, here in PLACEHOLDERS:
+        command = command.replace(placeholder, here)
+    return command
 
 
 async def _run(
@@ -201,11 +215,12 @@ class Judge:
         if ws_changes:  # an allowed auto-edit write: the next command meets the same workspace
             machine.rebuild_workspace()
 
-    def finish(self) -> None:
-        """What can only be seen across the run: strays in the shared temp folders, and
-        processes that outlived their command (given a moment to be reaped)."""
+    def finish(self, strays: list[str]) -> None:
+        """What can only be seen across the run: ``strays`` (the shared temp folders' paths
+        that carry any lane's token), and processes that outlived their command (given a
+        moment to be reaped)."""
         token = self.machine.token
-        strays = stray_files(token)
+        strays = [stray for stray in strays if token in os.path.basename(stray)]
         deadline = time.monotonic() + 5
         left = processes_with(token)
         while left and time.monotonic() < deadline:
@@ -240,10 +255,11 @@ def judge_in_lanes(machines: list[Planted], column: str, checks: Iterable[Check]
         await asyncio.gather(*(lane(judge) for judge in judges))
 
     asyncio.run(run_all())
+    strays = stray_files(*(judge.machine.token for judge in judges))
     problems = []
     for judge in judges:
         try:
-            judge.finish()
+            judge.finish(strays)
         except AssertionError as failed:
             problems.append(str(failed))
     assert not problems, "\n".join(problems)
