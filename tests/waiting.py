@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Literal, TypeVar, overload
 
 T = TypeVar("T")
@@ -30,6 +32,29 @@ steal the processor from what it waits on."""
 def _timed_out(what: str, timeout: float, detail: Callable[[], object] | None) -> AssertionError:
     seen = f"; last seen: {detail()}" if detail is not None else ""
     return AssertionError(f"timed out after {timeout:g} s waiting for {what}{seen}")
+
+
+OWN_CODE = f"{os.sep}tui{os.sep}"
+
+
+def _where_tasks_wait() -> str:
+    """Where each of this loop's tasks that runs agent-tui's code is suspended (its innermost
+    frame in ``tui/``, and the innermost of all): a wait that timed out under load is
+    understood from this, not from its message alone."""
+    lines = []
+    for task in asyncio.all_tasks():
+        if task is asyncio.current_task():
+            continue
+        frames = task.get_stack()
+        own = [frame for frame in frames if OWN_CODE in frame.f_code.co_filename]
+        if not own:
+            continue
+        where = [own[-1], *([frames[-1]] if frames[-1] is not own[-1] else [])]
+        said = " -> ".join(
+            f"{Path(f.f_code.co_filename).name}:{f.f_lineno} {f.f_code.co_name}" for f in where
+        )
+        lines.append(f"  {task.get_name()}: {said}")
+    return "\ntasks waiting in agent-tui's code:\n" + "\n".join(sorted(lines)[:40]) if lines else ""
 
 
 @overload
@@ -79,7 +104,8 @@ async def until(
         if value:
             return value
         if time.monotonic() > deadline:
-            raise _timed_out(what, timeout, detail)
+            failed = _timed_out(what, timeout, detail)
+            raise AssertionError(f"{failed}{_where_tasks_wait()}")
         await nap(every)
 
 
