@@ -26,6 +26,7 @@ from tests.test_approval_words import session_with
 from tests.test_ui_app import app_for, approval_ready, inner, send, shell_step, turn_done, until
 from tui.config import load_settings
 from tui.ui.app import AgentApp
+from tui.ui.approval.gate import GRACE, AnswerGate
 from tui.ui.approval.modal import ApprovalScreen
 from tui.wiring import build_session
 
@@ -301,3 +302,18 @@ async def test_the_policy_counts_calls_held_behind_the_open_question(workspace: 
     assert not any(r.is_error for r in results)
     last = [e for e in h.events if isinstance(e, ApprovalsWaiting)][-1]
     assert last.count == 0
+
+
+def test_the_gate_is_closed_until_the_question_is_on_screen() -> None:
+    """On a busy machine the first frame can come later than the grace after the modal was
+    made: until it does, no key answers, however long the wait, and a key typed meanwhile
+    moves the opening as one typed before the modal would."""
+    gate = AnswerGate()
+    assert not gate.is_open(1e9) and gate.remaining(0.0) == GRACE
+    assert not gate.typed(5.0)
+    gate.shown(6.0)
+    assert not gate.is_open(6.0 + GRACE - 0.01)
+    assert gate.is_open(6.0 + GRACE) and gate.typed(6.0 + GRACE)
+    late = AnswerGate(last_typed=9.0)  # the prompt's last key came after the first frame
+    late.shown(8.0)
+    assert late.opens_at() == 9.0 + GRACE

@@ -12,6 +12,7 @@ Pure arithmetic on a monotonic clock, so tests and snapshots can drive it with t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from tui.ui.typed import typed_at
@@ -36,17 +37,25 @@ class AnswerGate:
     """Open once ``grace`` seconds passed since ``opened`` and since the last typed key.
 
     Args:
-        opened: When the modal appeared.
+        opened: When the question was first on screen; ``None`` until then, and closed: on
+            a busy machine the first frame can come later than ``grace`` after the modal was
+            made, and a key typed before it must not answer what nobody saw yet.
         last_typed: When a key was last typed before that (the prompt's), if ever.
         grace: The quiet period.
     """
 
-    opened: float
+    opened: float | None = None
     last_typed: float | None = None
     grace: float = GRACE
 
+    def shown(self, now: float) -> None:
+        """The question is on screen from ``now``: the wait counts from here."""
+        self.opened = now if self.opened is None else max(self.opened, now)
+
     def opens_at(self) -> float:
-        """The moment answers are taken (later typing moves it)."""
+        """The moment answers are taken (later typing moves it); never before it is shown."""
+        if self.opened is None:
+            return math.inf
         start = self.opened if self.last_typed is None else max(self.opened, self.last_typed)
         return start + self.grace
 
@@ -55,6 +64,9 @@ class AnswerGate:
         return now >= self.opens_at()
 
     def remaining(self, now: float) -> float:
+        """Seconds until it opens (``grace`` while not shown yet: at least that long)."""
+        if self.opened is None:
+            return self.grace
         return max(0.0, self.opens_at() - now)
 
     def typed(self, when: float) -> bool:

@@ -116,7 +116,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         self.request = request
         self.waiting = waiting
         self.monotonic = monotonic
-        self.gate = AnswerGate(monotonic(), last_typed)
+        self.gate = AnswerGate(last_typed=last_typed)
         self._gate_timer: Timer | None = None
 
     # -- layout ----------------------------------------------------------------------------
@@ -167,7 +167,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         self.call_after_refresh(self._shown)
 
     def _shown(self) -> None:
-        self.gate.opened = max(self.gate.opened, self.monotonic())
+        self.gate.shown(self.monotonic())
         self.refresh_gate()
 
     def on_resize(self) -> None:
