@@ -4,6 +4,7 @@ raise one, and no input may make it raise an exception."""
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 import tempfile
 
@@ -404,7 +405,10 @@ def _clean_repo() -> RiskContext:
     """The context the policy gives: a local workspace that is a repository with a plain
     config, so git reads can be checked and stay read-only."""
     repo = tempfile.mkdtemp(prefix="risk-clean-")
-    subprocess.run(["git", "init", "-q", repo], check=True)
+    # Made by whichever test asks first; pytest names that test in PYTEST_CURRENT_TEST, and
+    # the hostile inputs' names are longer than one variable may be (E2BIG from execve).
+    env = {name: value for name, value in os.environ.items() if name != "PYTEST_CURRENT_TEST"}
+    subprocess.run(["git", "init", "-q", repo], check=True, env=env)
     return RiskContext(cwd=repo, home="/home/tester", local=True)
 
 
