@@ -147,7 +147,9 @@ def app_for(session: AgentSession) -> AgentApp:
 async def test_prompt_tool_call_allow_once_streams_output(
     workspace: Path, server: ScriptedServer
 ) -> None:
-    command = "echo one; sleep 0.5; echo two | tee out.txt"
+    # The command waits for the test, so it is still running when its first line shows,
+    # however slowly a loaded machine redraws.
+    command = "echo one; until [ -e go ]; do sleep 0.05; done; echo two | tee out.txt"
     server.add(shell_step(command, why="write the file", risk="low"), {"text": "Done."})
     messages: list[Message] = []
     app = app_for(make_session(workspace, server))
@@ -157,7 +159,7 @@ async def test_prompt_tool_call_allow_once_streams_output(
         screen = app.screen
         assert isinstance(screen, ApprovalScreen)
         assert screen.request.command == command  # the whole command, as the model sent it
-        assert [s.risk for s in screen.request.segments] == ["low", "low", "low", "medium"]
+        assert [s.risk for s in screen.request.segments] == ["low"] * 4 + ["medium"]
         assert screen.request.why == "write the file" and screen.request.claimed_risk == "low"
         await pilot.press("y")
 
@@ -169,6 +171,7 @@ async def test_prompt_tool_call_allow_once_streams_output(
         # Live output: the first line shows while the command still runs.
         await until(pilot, lambda: "one" in state().output_text(), "streamed output")
         assert state().status == "running" and "two" not in state().output_text()
+        (workspace / "go").touch()
         await turn_done(pilot, app, 2, server)
         assert state().status == "ok" and state().exit_code == 0
         assert state().output_text() == "one\ntwo"
