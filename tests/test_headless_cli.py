@@ -72,7 +72,9 @@ class ServerProcess:
     def requests(self) -> list[RecordedRequest]:
         if not self.log.exists():
             return []
-        lines = self.log.read_text(encoding="utf-8").splitlines()
+        text = self.log.read_text(encoding="utf-8")
+        # A line still being written is not a request yet: only whole lines count.
+        lines = text[: text.rfind("\n") + 1].splitlines()
         return [RecordedRequest(**json.loads(line)) for line in lines if line.strip()]
 
 

@@ -23,6 +23,7 @@ from textual.pilot import Pilot
 from tests.fake_tmux_pane import FakeTmuxPane
 from tests.snapshot_apps import diff_scenes
 from tests.snapshot_apps.truth_scenes import TRUTH_SCENES, truth_scene
+from tests.waiting import until
 from tui.config import load_settings
 from tui.events import (
     AgentNotice,
@@ -126,15 +127,23 @@ def make_app(*, provider: bool = True, backend: Any = None) -> AgentApp:
 
 
 async def open_gate(pilot: Pilot[int]) -> None:
-    """Let the approval modal's wait for answers pass (a second on the scene's clock)."""
+    """Let the approval modal's wait for answers pass (a second on the scene's clock).
+
+    The wait counts from the question's first frame, which a loaded machine may draw late:
+    the clock moves only once it is on screen."""
     from tui.ui.approval.modal import ApprovalScreen
 
     app: AgentApp = pilot.app  # type: ignore[assignment]
     clock = app.monotonic
     assert isinstance(clock, SceneClock)
+    screen = app.screen
+    if isinstance(screen, ApprovalScreen):
+        await until(
+            lambda: screen.gate.opened is not None, "the question on screen", nap=pilot.pause
+        )
     clock.now += 1.0
-    if isinstance(app.screen, ApprovalScreen):
-        app.screen.refresh_gate()
+    if isinstance(screen, ApprovalScreen):
+        screen.refresh_gate()
     await pilot.pause()
 
 
