@@ -31,7 +31,7 @@ from textual import events, on, work
 from textual.actions import SkipAction
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Input, TextArea
+from textual.widgets import Input, TextArea
 from textual.worker import Worker, WorkerState
 
 from tui.app_log import log_error
@@ -50,6 +50,7 @@ from tui.ui.fleet.grid import HostCell
 from tui.ui.fleet.hosts import HostList
 from tui.ui.habits import ThemeMemory, cycle_mode
 from tui.ui.interrupt import QUIT_HINT, QUIT_WINDOW, CtrlC
+from tui.ui.key_bar import KeyBar
 from tui.ui.keymap import APP_BINDINGS
 from tui.ui.messages import BusBatch, PromptSubmitted, ToolBlockAction
 from tui.ui.mirror.messages import PaneKeys, PaneRelease
@@ -210,7 +211,7 @@ class AgentApp(App[int]):
                     yield self.hosts
                 yield self.mirror
         yield self.status
-        yield Footer()
+        yield KeyBar()
 
     async def on_mount(self) -> None:
         # The terminal closing (SIGHUP) quits as Ctrl+C twice does: the session closes, and

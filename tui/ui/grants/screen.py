@@ -15,9 +15,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from tui.locations import styles_dir
+from tui.ui.key_bar import KeyBar
 from tui.views import GrantList, GrantView
 
 Formatter = Callable[[float], str]
@@ -56,7 +57,7 @@ class GrantsScreen(ModalScreen[int]):
             )
             yield DataTable(id="grants-table", cursor_type="row", zebra_stripes=True)
             yield Static("", id="grants-empty")
-        yield Footer()
+        yield KeyBar()
 
     @property
     def narrow(self) -> bool:

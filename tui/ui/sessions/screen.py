@@ -7,9 +7,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from tui.locations import styles_dir
+from tui.ui.key_bar import KeyBar
 from tui.views import SessionInfo
 
 
@@ -30,7 +31,7 @@ class SessionsScreen(ModalScreen[str | None]):
             if not self.sessions:
                 yield Static("No saved sessions yet.", id="sessions-empty")
             yield DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

@@ -16,10 +16,11 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
 from tui.locations import styles_dir
+from tui.ui.key_bar import KeyBar
 from tui.ui.tools.output import human_bytes
 from tui.ui.tools.pager_index import IndexCancelled, LineSource
 from tui.ui.tools.pager_search import SearchResult, search
@@ -76,7 +77,7 @@ class OutputPager(ModalScreen[None]):
         prompt = PagerPrompt(id="pager-prompt", select_on_focus=False)
         prompt.display = False
         yield prompt
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one(LinesView).focus()
