@@ -110,19 +110,13 @@ async def test_commands_on_the_host_meet_the_same_walls(
         await backend.close()
 
 
-async def test_a_hidden_file_gone_since_the_last_look_costs_one_command_not_thirty_seconds(
-    sshd: SshServer, remote: RemoteMachine
-) -> None:
-    """The host's places are probed at most every 30 s; a hidden file deleted meanwhile makes
-    bwrap refuse the next command, which brings the next look forward. (The file is this
-    test's own, not one in the host user's shared home, so tests beside it are not touched.)"""
-    secret = f"{remote.workspace}/vanishing.key"
-    made = await remote.probe.run(f"echo {CANARY} > {secret}", confinement=OUTSIDE)
-    assert made.exit_code == 0, made.stderr
+async def _box_hiding(sshd: SshServer, remote: RemoteMachine, *secret_places: str) -> SSHBackend:
+    """A backend whose sandbox also hides ``secret_places`` (this test's own, not places in the
+    host user's shared home, so tests beside it are not touched)."""
     backend = make_backend(sshd, default_cwd=remote.workspace)
     box = RemoteSandbox(
         workspace=remote.workspace,  # type: ignore[arg-type]
-        patterns=(*SECRET_PATHS, secret),
+        patterns=(*SECRET_PATHS, *secret_places),
         host=backend,
         host_name="testhost",
     )
@@ -130,9 +124,44 @@ async def test_a_hidden_file_gone_since_the_last_look_costs_one_command_not_thir
     assert said is not None and box.active, said
     box.approval_mode = lambda: ApprovalMode.AUTO_EDIT
     backend.sandbox = box
+    return backend
+
+
+async def test_a_hidden_file_gone_since_the_last_look_costs_nothing(
+    sshd: SshServer, remote: RemoteMachine
+) -> None:
+    """The host's places are probed at most every 30 s. A socket or file hidden then and gone
+    since (a socket with its folder: bwrap could not cover it) has nothing left to hide: the
+    next command runs, while one still there stays covered."""
+    gone, kept = f"{remote.workspace}/sockets/door.sock", f"{remote.workspace}/kept.key"
+    made = await remote.probe.run(
+        f"mkdir -p {remote.workspace}/sockets && echo {CANARY} > {gone} && echo {CANARY} > {kept}",
+        confinement=OUTSIDE,
+    )
+    assert made.exit_code == 0, made.stderr
+    backend = await _box_hiding(sshd, remote, gone, kept)
     try:
-        await remote.probe.run(f"rm -f {secret}", confinement=OUTSIDE)
-        # Read-only: the workspace is not writable, so bwrap cannot make the cover's mount point.
+        await remote.probe.run(f"rm -r {remote.workspace}/sockets", confinement=OUTSIDE)
+        # Read-only: the workspace is not writable, so bwrap could not make a cover's mount point.
+        ran = await backend.run(f"echo ran; cat {kept}; echo done", confinement=READ_ONLY)
+        assert ran.exit_code == 0 and ran.stdout == "ran\ndone\n", ran
+        assert CANARY not in ran.stdout + ran.stderr and "bwrap" not in ran.stderr
+        assert ran.notices == []
+    finally:
+        await backend.close()
+
+
+async def test_a_hidden_folder_gone_since_the_last_look_costs_one_command_not_thirty_seconds(
+    sshd: SshServer, remote: RemoteMachine
+) -> None:
+    """A hidden folder deleted meanwhile makes bwrap refuse the next command (nothing runs),
+    which brings the next look forward."""
+    secret = f"{remote.workspace}/vanishing.d"
+    made = await remote.probe.run(f"mkdir {secret}", confinement=OUTSIDE)
+    assert made.exit_code == 0, made.stderr
+    backend = await _box_hiding(sshd, remote, secret)
+    try:
+        await remote.probe.run(f"rmdir {secret}", confinement=OUTSIDE)
         refused = await backend.run("echo ran", confinement=READ_ONLY)
         assert refused.exit_code == 1 and "bwrap: Can't" in refused.stderr, refused
         assert refused.stdout == ""

@@ -189,15 +189,46 @@ async def confined_command(
         return command
     argv = [getattr(sandbox, "shell", "sh"), "-c", command]
     wrapped = await sandbox.wrap(argv, confinement, cwd=cwd)
-    return command if wrapped == argv else shlex.join(wrapped)
+    if wrapped == argv:
+        return command
+    if isinstance(sandbox, RemoteSandbox):
+        hidden = set((await sandbox.places()).hidden_files)
+        return covers_what_is_there(wrapped, hidden, sandbox._empty)
+    return shlex.join(wrapped)
+
+
+def covers_what_is_there(argv: list[str], hidden: set[str], empty: str) -> str:
+    """``argv`` as a POSIX shell line that covers only the hidden files there at its start.
+
+    The host's places are up to ``REFRESH`` seconds old, and files and sockets come and go
+    meanwhile (a socket with the folder it was in, a history file being rewritten); bwrap
+    refuses to cover a path whose folder is gone, and then nothing runs. A file that is no
+    longer there has nothing to hide, so the host's shell checks each one just before bwrap
+    starts. (A hidden *folder* gone still costs the one command ``after_confined`` explains.)
+    """
+    covers = [
+        i
+        for i in range(len(argv) - 2)
+        if argv[i] == "--ro-bind" and argv[i + 1] == empty and argv[i + 2] in hidden
+    ]
+    if not covers or covers != list(range(covers[0], covers[-1] + 3, 3)):
+        return shlex.join(argv)  # none, or not the one run ``bwrap_argv`` makes
+    first, after = covers[0], covers[-1] + 3
+    paths = shlex.join(argv[i + 2] for i in covers)
+    cover = f'set -- "$@" --ro-bind {shlex.quote(empty)} "$p"'
+    return (
+        f"set -- {shlex.join(argv[:first])}; "
+        f'for p in {paths}; do if [ -e "$p" ] || [ -L "$p" ]; then {cover}; fi; done; '
+        f'exec "$@" {shlex.join(argv[after:])}'
+    )
 
 
 def after_confined(sandbox: Sandbox | None, result: ExecResult) -> ExecResult:
     """A command bwrap may have refused to start: the host's places are looked up afresh.
 
-    The places are probed at most every ``REFRESH`` seconds; a hidden file gone since (a
-    history file rewritten) makes bwrap refuse every command until the next look. Its message
-    on stderr brings that look forward. A command can print the same words, and then it only
+    The places are probed at most every ``REFRESH`` seconds; a hidden folder gone since makes
+    bwrap refuse every command until the next look (files are checked as each command starts:
+    ``covers_what_is_there``). Its message on stderr brings that look forward. A command can print the same words, and then it only
     costs a probe: nothing is run again.
     """
     failed = result.exit_code == 1 and BWRAP_REFUSED in result.stderr
