@@ -148,6 +148,8 @@ class Planted:
             "ATUI_SANDBOX_TEST": self.token,
             "CANARY_HOST": self.listener.host,
             "CANARY_PORT": str(self.listener.port),
+            # ``git filter-branch`` would otherwise wait 10 s before rewriting anything.
+            "FILTER_BRANCH_SQUELCH_WARNING": "1",
         }
 
     def rebuild_workspace(self) -> None:
