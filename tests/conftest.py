@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import gc
 import itertools
 import json
@@ -113,12 +114,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     ends = [i + 1 for i in range(len(rest) - 1) if rest[i].path != rest[i + 1].path]
     ends = [end for end in ends if end <= len(rest) // 2] or [len(rest)]
     step = max(1, len(ends) // max(1, len(later)))
-    at = {ends[min(i * step, len(ends) - 1)] for i in range(len(later))}
+    at = collections.Counter(ends[min(i * step, len(ends) - 1)] for i in range(len(later)))
     ordered = [*first]
     pending = iter(later)
     for i, item in enumerate(rest):
-        if i in at:
-            ordered.append(next(pending))
+        ordered.extend(itertools.islice(pending, at[i]))
         ordered.append(item)
     ordered.extend(pending)
     items[:] = ordered
