@@ -228,8 +228,8 @@ def after_confined(sandbox: Sandbox | None, result: ExecResult) -> ExecResult:
 
     The places are probed at most every ``REFRESH`` seconds; a hidden folder gone since makes
     bwrap refuse every command until the next look (files are checked as each command starts:
-    ``covers_what_is_there``). Its message on stderr brings that look forward. A command can print the same words, and then it only
-    costs a probe: nothing is run again.
+    ``covers_what_is_there``). Its message on stderr brings that look forward. A command can
+    print the same words, and then it only costs a probe: nothing is run again.
     """
     failed = result.exit_code == 1 and BWRAP_REFUSED in result.stderr
     if isinstance(sandbox, RemoteSandbox) and sandbox.active and failed:
