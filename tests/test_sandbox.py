@@ -11,11 +11,13 @@ from __future__ import annotations
 import http.server
 import os
 import shutil
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from venv import EnvBuilder
 
 import pytest
 
@@ -290,6 +292,30 @@ async def test_the_users_skills_stay_readable_while_their_config_is_hidden(
         env=machine.env(),
     )
     assert "say hi" in result.stdout
+    assert CANARY not in result.stdout + result.stderr
+    await sandbox.close()
+
+
+@real_bwrap
+async def test_an_install_in_tmp_still_starts_its_own_python_inside(
+    machine: Planted, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """agent-tui installed in a venv under ``/tmp`` (covered by the private ``/tmp``): its own
+    interpreter, which the relay, the REPL and hooks run inside the walls, still starts there,
+    read-only, while the rest of ``/tmp`` stays out of sight."""
+    assert str(tmp_path).startswith("/tmp/")
+    venv = tmp_path / "try-venv"
+    EnvBuilder(symlinks=True).create(venv)
+    (tmp_path / "beside.txt").write_text(CANARY)
+    monkeypatch.setattr(sys, "prefix", str(venv))  # this process's install, as far as it knows
+    sandbox = await started(machine.sandbox())
+    result = await backend_on(machine, sandbox).run(
+        f"{venv}/bin/python -c 'print(\"inside\")'; touch {venv}/made; cat {tmp_path}/beside.txt",
+        env=machine.env(),
+        confinement=WORKSPACE,
+    )
+    assert result.stdout == "inside\n", result
+    assert "Read-only file system" in result.stderr and not (venv / "made").exists()
     assert CANARY not in result.stdout + result.stderr
     await sandbox.close()
 

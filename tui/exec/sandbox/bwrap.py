@@ -140,6 +140,8 @@ def bwrap_argv(
     argv += ["--ro-bind", "/proc/sys", "/proc/sys"]
     for private in places.private:
         argv += ["--tmpfs", private]
+    for own in places.own_install:  # agent-tui's own Python and code, read-only
+        argv += ["--ro-bind-try", own, own]
     space = str(workspace)
     write = confinement.files == "workspace"
     argv += ["--bind" if write else "--ro-bind", space, space]

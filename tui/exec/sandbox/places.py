@@ -18,6 +18,7 @@ import glob
 import os
 import posixpath
 import stat
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,8 @@ class Places:
     """Of ``ALWAYS_PRIVATE``, the real folders there (not symlinks) to cover with a tmpfs."""
     writable: list[str] = field(default_factory=list)
     """Of ``[sandbox] writable``, the folders that exist."""
+    own_install: list[str] = field(default_factory=list)
+    """Of agent-tui's own install (``own_install``), the folders a private one would cover."""
 
 
 def _under(path: str, roots: Iterable[str]) -> bool:
@@ -123,6 +126,18 @@ def unix_sockets() -> list[str]:
     return paths
 
 
+def own_install() -> list[str]:
+    """Where this agent-tui runs its own helpers from inside the walls: its Python (the
+    environment it is installed in) and its package (the network relay's code).
+
+    An install in ``/tmp`` (a quick ``python -m venv /tmp/try``, a checkout there) would be
+    covered by the private ``/tmp`` with the rest, and the relay, the Python REPL and every
+    hook run with this interpreter would fail to start; such folders are bound back
+    read-only. An install anywhere else is on the read-only root already."""
+    package = str(Path(__file__).resolve().parents[2])
+    return list(dict.fromkeys([sys.prefix, os.path.dirname(sys.executable), package]))
+
+
 def find_places(
     *,
     patterns: Iterable[str],
@@ -149,6 +164,7 @@ def find_places(
         writable=[w for w in writable if os.path.isdir(w)],
     )
     private = list(ALWAYS_PRIVATE)
+    places.own_install = [p for p in own_install() if _under(p, private) and os.path.isdir(p)]
     for path in [*secret_places(patterns, home), *(str(d) for d in own_dirs), *extra_hidden]:
         if _under(path, private) or not os.path.lexists(path):
             continue
