@@ -126,23 +126,28 @@ def make_app(*, provider: bool = True, backend: Any = None) -> AgentApp:
     )
 
 
-async def open_gate(pilot: Pilot[int]) -> None:
-    """Let the approval modal's wait for answers pass (a second on the scene's clock).
+async def open_gate(pilot: Pilot[int], asked: bool = True) -> None:
+    """Let the approval modal, just asked for, pass its wait for answers (a second on the
+    scene's clock; without ``asked``, only the second passes).
 
-    The wait counts from the question's first frame, which a loaded machine may draw late:
-    the clock moves only once it is on screen."""
+    The wait counts from the question's first frame, which a loaded machine may draw late
+    (after the modal is pushed, after it is mounted): the clock moves only once it is on
+    screen, or the first frame would start the wait at the moved time."""
     from tui.ui.approval.modal import ApprovalScreen
 
     app: AgentApp = pilot.app  # type: ignore[assignment]
     clock = app.monotonic
     assert isinstance(clock, SceneClock)
-    screen = app.screen
-    if isinstance(screen, ApprovalScreen):
-        await until(
-            lambda: screen.gate.opened is not None, "the question on screen", nap=pilot.pause
-        )
+
+    def shown() -> ApprovalScreen | None:
+        screen = app.screen
+        if isinstance(screen, ApprovalScreen) and screen.gate.opened is not None:
+            return screen
+        return None
+
+    screen = await until(shown, "the question on screen", nap=pilot.pause) if asked else None
     clock.now += 1.0
-    if isinstance(screen, ApprovalScreen):
+    if screen is not None:
         screen.refresh_gate()
     await pilot.pause()
 
@@ -766,7 +771,7 @@ def scene(name: str) -> Scene:
             app: AgentApp = pilot.app  # type: ignore[assignment]
             made = diff_scenes.approval if name == "diff_approval" else diff_scenes.result
             await publish(pilot, app, made(at))
-            await open_gate(pilot)
+            await open_gate(pilot, asked=name == "diff_approval")
             if name == "diff_result":
                 app.query_one(ToolBlock).focus()
             await settle(pilot)
