@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from textual import events
 from textual._time import get_time
+from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import RadioSet, SelectionList, Static
 
@@ -28,9 +29,10 @@ from tests.snapshot_apps.truth_scenes import HOSTILE_WHY, THIRTEEN_COMMAND
 from tests.test_approval_words import session_with
 from tests.test_ui_app import app_for, approval_ready, inner, send, shell_step, turn_done, until
 from tui.config import load_settings
+from tui.events import ApprovalRequested
 from tui.ui.app import AgentApp
 from tui.ui.approval.gate import GRACE, AnswerGate
-from tui.ui.approval.modal import ApprovalScreen
+from tui.ui.approval.modal import ApprovalScreen, CommandBody
 from tui.wiring import build_session
 
 pytestmark = pytest.mark.timeout(90)
@@ -301,7 +303,7 @@ async def test_the_policy_counts_calls_held_behind_the_open_question(workspace: 
     import asyncio
 
     from tests.conftest import make_harness
-    from tui.events import ApprovalAnswer, ApprovalRequested, ApprovalsWaiting
+    from tui.events import ApprovalAnswer, ApprovalsWaiting
     from tui.security.approval import CallbackApprover
     from tui.security.permissions import ApprovalMode
 
@@ -344,3 +346,78 @@ def test_the_gate_is_closed_until_the_question_is_on_screen() -> None:
     late = AnswerGate(last_typed=9.0)  # the prompt's last key came after the first frame
     late.shown(8.0)
     assert late.opens_at() == 9.0 + GRACE
+
+
+class Stepping:
+    """A clock that moves ``step`` seconds every time it is read: whatever reads it twice
+    in a row sees time pass in between, as a busy machine can make it."""
+
+    def __init__(self, step: float) -> None:
+        self.now = 100.0
+        self.step = step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+async def test_the_keys_line_opens_even_when_the_gate_opens_while_it_is_drawn() -> None:
+    """The keys line is drawn and the next look planned from one reading of the clock: read
+    once for the line and again for the plan, the gate could open in between, and the line
+    stayed closed with no look left to open it."""
+    request = ApprovalRequested(
+        request_id="approval-clock",
+        tool_call_id="call_clock",
+        tool_name="run_shell",
+        arguments={"command": "true"},
+        command="true",
+        actor="local",
+        reason="ask mode",
+    )
+    modal = ApprovalScreen(request, monotonic=Stepping(GRACE * 0.6))
+
+    class Host(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(modal)
+
+    async with Host().run_test(size=(80, 24)) as pilot:
+        keys = modal.query_one("#approval-keys", Static)
+        await until(pilot, lambda: "allow once" in str(keys.render()), "the answer keys", 5)
+        assert modal.answering and not modal.has_class("-waiting")
+
+
+async def test_the_body_is_fitted_again_whenever_the_answers_below_it_change_height() -> None:
+    """A fit queued for after the next frame can measure the answers before their new layout
+    (a loaded machine did, once the keys line wrapped): the body is fitted again when they
+    really change height, so the box never grows past the screen and cuts the keys."""
+    command = "\n".join(f"echo line {n}" for n in range(60))
+    request = ApprovalRequested(
+        request_id="approval-fit",
+        tool_call_id="call_fit",
+        tool_name="run_shell",
+        arguments={"command": command},
+        command=command,
+        actor="local",
+        reason="ask mode",
+    )
+    now = [100.0]
+    modal = ApprovalScreen(request, monotonic=lambda: now[0])
+
+    class Host(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(modal)
+
+    async with Host().run_test(size=(80, 24)) as pilot:
+        body = modal.query_one(CommandBody)
+        box = modal.query_one("#approval-box")
+        await until(pilot, lambda: modal.gate.opened is not None, "the question on screen")
+        now[0] += 1.0  # open, and no more looks at the clock (each one fits the body too)
+        modal.refresh_gate()
+        keys = modal.query_one("#approval-keys", Static)
+        await until(pilot, lambda: "allow once" in str(keys.render()), "the answer keys")
+        await pilot.pause()
+        before = body.outer_size.height
+        assert box.region.bottom <= 24
+        modal.query_one("#approval-question", Static).update("one\ntwo\nthree\nfour")
+        await until(pilot, lambda: body.outer_size.height == before - 3, "the body to give way")
+        assert box.region.bottom <= 24

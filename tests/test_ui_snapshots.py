@@ -7,14 +7,32 @@ Scenes are deterministic (frozen clock, fixed event timestamps, cursor blink off
 
 from __future__ import annotations
 
+import pickle
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from pytest_textual_snapshot import node_to_report_path
 
 from tests.snapshot_apps.scenes import SIZE, scene
+from tests.snapshot_apps.svg_text import mismatch
 from tests.snapshot_apps.truth_scenes import TRUTH_SCENES
 
 pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def snap_compare(snap_compare: Any, request: pytest.FixtureRequest) -> Callable[..., bool]:
+    """The plugin's comparison, failing with what differs on screen rather than ``False``."""
+
+    def compare(app: Any, **options: Any) -> bool:
+        if snap_compare(app, **options):
+            return True
+        # What the plugin keeps for its report: (result, accepted SVG, this run's SVG, …).
+        kept = pickle.loads(node_to_report_path(request.node).read_bytes())
+        raise AssertionError(f"snapshot mismatch: {mismatch(kept[1], kept[2])}")
+
+    return compare
 
 
 def compare(snap_compare: Any, name: str, size: tuple[int, int] = SIZE) -> bool:

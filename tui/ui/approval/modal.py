@@ -77,6 +77,20 @@ class CommandBody(VerticalScroll, can_focus=True):
         self.set_class(bool(bits), "-overflow")
 
 
+class AnswerFooter(Vertical):
+    """The question and the ways to answer, docked under the body.
+
+    Its height changes after the body was fitted (the keys line wraps once the gate opens, a
+    form opens or closes): a fit queued for "after the refresh" could measure it before that
+    layout, so the body is fitted again whenever it really changes.
+    """
+
+    def on_resize(self) -> None:
+        screen = self.screen
+        if isinstance(screen, ApprovalScreen):
+            screen.fit_body()
+
+
 class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     """Returns the person's ``ApprovalAnswer`` (None when dismissed because the call ended).
 
@@ -146,7 +160,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
                     )
             # Docked at the bottom of the box: whatever the command's length and the
             # terminal's size, the question and the ways to answer stay on screen.
-            with Vertical(id="approval-footer"):
+            with AnswerFooter(id="approval-footer"):
                 yield AlwaysForm(request)
                 if request.hosts:
                     yield HostsForm(request)
@@ -155,7 +169,7 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
                     yield Input(id="deny-message", placeholder="e.g. use the staging host instead")
                     yield Static("⏎ sends · esc back", classes="form-hint")
                 yield Static(texts.question_text(request, self._risk_style), id="approval-question")
-                yield Static(self._keys(), id="approval-keys")
+                yield Static(self._keys(self.monotonic()), id="approval-keys")
 
     def on_mount(self) -> None:
         self.show_waiting(self.waiting)
@@ -233,9 +247,9 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
     def _header(self) -> Text:
         return texts.header_text(self.request, self._risk_style, self._color("warning", "yellow"))
 
-    def _keys(self) -> Text:
-        keys = texts.keys_text(self.gate.remaining(self.monotonic()))
-        if self.request.hosts and self.answering:
+    def _keys(self, now: float) -> Text:
+        keys = texts.keys_text(self.gate.remaining(now))
+        if self.request.hosts and self.gate.is_open(now):
             keys.append("   ")
             keys.append(" h ", "bold reverse")
             keys.append(" some hosts…")
@@ -249,16 +263,21 @@ class ApprovalScreen(ModalScreen[ApprovalAnswer | None]):
         return self.gate.is_open(self.monotonic())
 
     def refresh_gate(self) -> None:
-        """Redraw the keys line, and look again when the gate should open."""
+        """Redraw the keys line, and look again when the gate should open.
+
+        One reading of the clock for all of it: read twice, the line could be drawn closed and
+        the next look found needless (the gate opened in between), leaving it closed for good.
+        """
         if not self.is_attached:
             return
-        self.query_one("#approval-keys", Static).update(self._keys())
-        self.set_class(not self.answering, "-waiting")
+        now = self.monotonic()
+        self.query_one("#approval-keys", Static).update(self._keys(now))
+        self.set_class(not self.gate.is_open(now), "-waiting")
         self.call_after_refresh(self.fit_body)
         if self._gate_timer is not None:
             self._gate_timer.stop()
             self._gate_timer = None
-        remaining = self.gate.remaining(self.monotonic())
+        remaining = self.gate.remaining(now)
         if remaining > 0:
             self._gate_timer = self.set_timer(min(remaining, 0.1) + 0.01, self.refresh_gate)
 
