@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import secrets
 import shlex
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,17 +151,72 @@ async def test_a_hidden_file_gone_since_the_last_look_costs_nothing(
         await backend.close()
 
 
-async def test_a_hidden_folder_gone_since_the_last_look_costs_one_command_not_thirty_seconds(
-    sshd: SshServer, remote: RemoteMachine
-) -> None:
-    """A hidden folder deleted meanwhile makes bwrap refuse the next command (nothing runs),
-    which brings the next look forward."""
+async def _vanished_folder(sshd: SshServer, remote: RemoteMachine) -> SSHBackend:
+    """A backend whose sandbox hides a folder that is deleted right after its look: bwrap
+    cannot cover it (the read-only workspace has no room for its mount point)."""
     secret = f"{remote.workspace}/vanishing.d"
     made = await remote.probe.run(f"mkdir {secret}", confinement=OUTSIDE)
     assert made.exit_code == 0, made.stderr
     backend = await _box_hiding(sshd, remote, secret)
+    await remote.probe.run(f"rmdir {secret}", confinement=OUTSIDE)
+    return backend
+
+
+def _streamed(into: list[str]) -> Callable[[str, str], None]:
+    return lambda stream, text: into.append(text) if stream != "info" else None
+
+
+async def test_a_hidden_folder_gone_since_the_last_look_costs_nothing_and_runs_once(
+    sshd: SshServer, remote: RemoteMachine
+) -> None:
+    """bwrap refuses to cover a folder gone since the last look, and the host's shell vouches
+    that it never started the command: the places are looked up again and it runs, once."""
+    backend = await _vanished_folder(sshd, remote)
     try:
-        await remote.probe.run(f"rmdir {secret}", confinement=OUTSIDE)
+        assert isinstance(backend.sandbox, RemoteSandbox) and backend.sandbox.reports_start
+        seen: list[str] = []
+        ran = await backend.run("echo ran", confinement=READ_ONLY, on_chunk=_streamed(seen))
+        assert ran.exit_code == 0 and ran.stdout == "ran\n" and ran.stderr == "", ran
+        assert "".join(seen).count("ran\n") == 1, seen
+        assert any("built again" in note for note in ran.notices), ran.notices
+        again = await backend.run("echo again", confinement=READ_ONLY)
+        assert again.stdout == "again\n" and again.notices == [], again
+    finally:
+        await backend.close()
+
+
+async def test_a_command_cannot_claim_the_sandbox_refused_it_to_run_twice(
+    sshd: SshServer, remote: RemoteMachine
+) -> None:
+    """Only the host's shell knows the mark that says "bwrap never started this": a command
+    printing bwrap's refusal, its status line and a mark of the same shape ran, and stays run."""
+    backend = await _box_hiding(sshd, remote)
+    fake = (
+        'echo ran; echo "bwrap: Can\'t mount tmpfs on /x: No such file or directory" >&2; '
+        "printf '{ \"child-pid\": 2 }' >&2; "
+        "echo 'agent-tui 0123456789abcdef0123456789abcdef: bubblewrap did not start the "
+        "command' >&2; exit 1"
+    )
+    try:
+        seen: list[str] = []
+        ran = await backend.run(fake, confinement=READ_ONLY, on_chunk=_streamed(seen))
+        assert ran.exit_code == 1 and ran.stdout == "ran\n", ran
+        assert "".join(seen).count("ran\n") == 1, seen
+        assert "bubblewrap did not start" in ran.stderr  # the command's words, left as said
+        assert not any("built again" in note for note in ran.notices), ran.notices
+    finally:
+        await backend.close()
+
+
+async def test_a_host_bwrap_that_cannot_vouch_costs_one_command_not_thirty_seconds(
+    sshd: SshServer, remote: RemoteMachine
+) -> None:
+    """A bwrap older than ``--json-status-fd`` cannot say it never started the command: its
+    refusal is shown and nothing runs again, but the next look is brought forward."""
+    backend = await _vanished_folder(sshd, remote)
+    try:
+        assert isinstance(backend.sandbox, RemoteSandbox)
+        backend.sandbox.reports_start = False
         refused = await backend.run("echo ran", confinement=READ_ONLY)
         assert refused.exit_code == 1 and "bwrap: Can't" in refused.stderr, refused
         assert refused.stdout == ""

@@ -36,7 +36,7 @@ from tui.exec.container.engine import detect_engine
 from tui.exec.container.process import start_process
 from tui.exec.container.runner import ExecRunner
 from tui.exec.container.wrapper import DRAIN_STDIN
-from tui.exec.sandbox.remote import after_confined, confined_command
+from tui.exec.sandbox.remote import run_confined
 from tui.exec.sandbox.sandbox import Sandbox
 from tui.security.confinement import Confinement
 
@@ -133,17 +133,15 @@ class ContainerBackend(CommandBackend):
         if (early := cancelled_early(cancel)) is not None:
             return early
         workdir = cwd if cwd is not None else self._default_cwd
-        command = await confined_command(self.sandbox, command, confinement, workdir)
-        result, _ = await self._runner.execute(
-            await self.engine(),
-            command,
-            cwd=cwd,
-            env=env,
-            timeout=timeout,
-            on_chunk=on_chunk,
-            cancel=cancel,
-        )
-        return after_confined(self.sandbox, result)
+        engine = await self.engine()
+
+        async def execute(line: str) -> ExecResult:
+            result, _ = await self._runner.execute(
+                engine, line, cwd=cwd, env=env, timeout=timeout, on_chunk=on_chunk, cancel=cancel
+            )
+            return result
+
+        return await run_confined(self.sandbox, command, confinement, workdir, execute)
 
     async def run_with_stdin(self, command: str, data: bytes) -> ExecResult:
         """Run ``command`` with ``data`` on its stdin, output collected (not streamed).

@@ -13,8 +13,10 @@ sandbox, so every column there is offline, and the notice at start says so.
 from __future__ import annotations
 
 import posixpath
+import secrets
 import shlex
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from tui.exec.backend import ExecResult, ExecutionBackend
@@ -24,9 +26,11 @@ from tui.exec.sandbox.sandbox import Sandbox
 from tui.security.confinement import OUTSIDE, Confinement
 
 REFRESH = 30.0
+"""Seconds a host's places are trusted before the next command looks them up again."""
 BWRAP_REFUSED = "bwrap: Can't"
 """How bubblewrap's own refusals begin when a mount of the walls fails."""
-"""Seconds a host's places are trusted before the next command looks them up again."""
+STATUS_FD = 3
+"""Where bwrap reports, on the host, whether it started the command (``--json-status-fd``)."""
 
 _PROBE_ARGS = (
     "--ro-bind / / --dev /dev --proc /proc --ro-bind /proc/sys /proc/sys --tmpfs /tmp "
@@ -61,6 +65,8 @@ def probe_script(patterns: tuple[str, ...], workspace: str) -> str:
         f'  e=$("$b" {_PROBE_ARGS.format(extra="")} 2>&1) && echo "works" '
         '|| printf "broken\\t%s\\n" "$(printf %s "$e" | tail -n 1)"',
         f'  "$b" {_PROBE_ARGS.format(extra=" ".join(NO_USERNS))} 2>/dev/null && echo "no_userns"',
+        f'  "$b" --json-status-fd 1 {_PROBE_ARGS.format(extra="")} >/dev/null 2>&1'
+        ' && echo "status_fd"',
         "fi",
         f"for p in {' '.join(_candidates(patterns))}; do",
         '  if [ -L "$p" ] || [ -e "$p" ]; then',
@@ -95,6 +101,8 @@ class RemoteSandbox(Sandbox):
     host_name: str = "the host"
     shell: str = "sh"
     """The remote shell commands run in inside the sandbox (bash where there is one)."""
+    reports_start: bool = False
+    """The host's bwrap says whether it started the command (``--json-status-fd``, 0.4+)."""
     _places: Places | None = field(default=None, repr=False)
     _found_at: float = 0.0
 
@@ -115,6 +123,7 @@ class RemoteSandbox(Sandbox):
         if facts.get("works") is not None and facts.get("bwrap"):
             self.bwrap = facts["bwrap"][0]
             self._no_userns = "no_userns" in facts
+            self.reports_start = "status_fd" in facts
             return (
                 f"sandbox on {self.host_name}: bubblewrap confines every command there; no "
                 "network inside it (the host policy's proxy does not reach that host)"
@@ -182,54 +191,144 @@ def _under(path: str, roots: list[str]) -> bool:
 
 
 async def confined_command(
-    sandbox: Sandbox | None, command: str, confinement: Confinement | None, cwd: str | None
+    sandbox: Sandbox | None,
+    command: str,
+    confinement: Confinement | None,
+    cwd: str | None,
+    nonce: str | None = None,
 ) -> str:
-    """``command`` as a remote shell runs it: inside ``sandbox``'s walls when there is one."""
+    """``command`` as a remote shell runs it: inside ``sandbox``'s walls when there is one.
+
+    With ``nonce`` (and a host bwrap that reports its start), the line says on stderr, with
+    that nonce, when bwrap gave up before starting the command (``host_line``).
+    """
     if sandbox is None:
         return command
     argv = [getattr(sandbox, "shell", "sh"), "-c", command]
-    wrapped = await sandbox.wrap(argv, confinement, cwd=cwd)
+    if not isinstance(sandbox, RemoteSandbox):
+        wrapped = await sandbox.wrap(argv, confinement, cwd=cwd)
+        return command if wrapped == argv else shlex.join(wrapped)
+    reports = nonce is not None and sandbox.reports_start
+    wrapped = await sandbox.wrap(
+        argv, confinement, cwd=cwd, status_fd=STATUS_FD if reports else None
+    )
     if wrapped == argv:
         return command
-    if isinstance(sandbox, RemoteSandbox):
-        hidden = set((await sandbox.places()).hidden_files)
-        return covers_what_is_there(wrapped, hidden, sandbox._empty)
-    return shlex.join(wrapped)
+    hidden = set((await sandbox.places()).hidden_files)
+    return host_line(wrapped, hidden, sandbox._empty, nonce if reports else None)
 
 
-def covers_what_is_there(argv: list[str], hidden: set[str], empty: str) -> str:
-    """``argv`` as a POSIX shell line that covers only the hidden files there at its start.
+def host_line(argv: list[str], hidden: set[str], empty: str, nonce: str | None) -> str:
+    """``argv`` (bwrap's) as the POSIX shell line the host runs.
 
-    The host's places are up to ``REFRESH`` seconds old, and files and sockets come and go
-    meanwhile (a socket with the folder it was in, a history file being rewritten); bwrap
-    refuses to cover a path whose folder is gone, and then nothing runs. A file that is no
-    longer there has nothing to hide, so the host's shell checks each one just before bwrap
-    starts. (A hidden *folder* gone still costs the one command ``after_confined`` explains.)
+    *Only what is there is covered.* The host's places are up to ``REFRESH`` seconds old,
+    and files and sockets come and go meanwhile (a socket with the folder it was in, a
+    history file being rewritten); bwrap refuses to cover a path whose folder is gone, and
+    then nothing runs. A file that is no longer there has nothing to hide, so the host's
+    shell checks each one just before bwrap starts.
+
+    *A refusal is told apart from the command's own failure.* A file can still go between
+    that check and bwrap's mount. With ``nonce``, bwrap's status (``--json-status-fd``) is
+    read by the host's shell through a pipe the command never holds: a ``child-pid`` line
+    without an ``exit-code`` line means the walls were never built, and only then does
+    the shell print the nonce. The nonce is chosen per command here and lives in the host
+    shell's memory and arguments, which the command (in its own process namespace) cannot
+    read, so no output of the command can claim a refusal: ``refused`` then runs it again.
     """
     covers = [
         i
         for i in range(len(argv) - 2)
         if argv[i] == "--ro-bind" and argv[i + 1] == empty and argv[i + 2] in hidden
     ]
-    if not covers or covers != list(range(covers[0], covers[-1] + 3, 3)):
-        return shlex.join(argv)  # none, or not the one run ``bwrap_argv`` makes
-    first, after = covers[0], covers[-1] + 3
-    paths = shlex.join(argv[i + 2] for i in covers)
-    cover = f'set -- "$@" --ro-bind {shlex.quote(empty)} "$p"'
+    if covers and covers == list(range(covers[0], covers[-1] + 3, 3)):
+        first, after = covers[0], covers[-1] + 3
+        paths = shlex.join(argv[i + 2] for i in covers)
+        cover = f'set -- "$@" --ro-bind {shlex.quote(empty)} "$p"'
+        start = (
+            f"set -- {shlex.join(argv[:first])}; "
+            f'for p in {paths}; do if [ -e "$p" ] || [ -L "$p" ]; then {cover}; fi; done; '
+            f'set -- "$@" {shlex.join(argv[after:])}'
+        )
+    else:  # none, or not the one run ``bwrap_argv`` makes
+        start = f"set -- {shlex.join(argv)}"
+    if nonce is None:
+        return f'{start}; exec "$@"'
+    said = shlex.quote(f"{_refusal_mark(nonce)}: bubblewrap did not start the command")
     return (
-        f"set -- {shlex.join(argv[:first])}; "
-        f'for p in {paths}; do if [ -e "$p" ] || [ -L "$p" ]; then {cover}; fi; done; '
-        f'exec "$@" {shlex.join(argv[after:])}'
+        f"{start}; exec 4>&1; "
+        f's=$("$@" {STATUS_FD}>&1 >&4 4>&-); rc=$?; exec 4>&-; '
+        f"case $rc:$s in 1:*'\"child-pid\"'*) case $s in *'\"exit-code\"'*) ;; "
+        f"*) printf '%s\\n' {said} >&2;; esac;; esac; "
+        'exit "$rc"'
     )
 
 
-def after_confined(sandbox: Sandbox | None, result: ExecResult) -> ExecResult:
-    """A command bwrap may have refused to start: the host's places are looked up afresh.
+def _refusal_mark(nonce: str) -> str:
+    return f"agent-tui {nonce}"
 
-    The places are probed at most every ``REFRESH`` seconds; a hidden folder gone since makes
-    bwrap refuse every command until the next look (files are checked as each command starts:
-    ``covers_what_is_there``). Its message on stderr brings that look forward. A command can
-    print the same words, and then it only costs a probe: nothing is run again.
+
+def new_nonce() -> str:
+    """A mark no command can guess (``host_line``)."""
+    return secrets.token_hex(16)
+
+
+def refused(result: ExecResult, nonce: str) -> bool:
+    """Whether the host said, with ``nonce``, that bwrap never started the command; its line
+    is taken out of the output either way (it is agent-tui's, not the command's)."""
+    mark = _refusal_mark(nonce)
+    if mark not in result.stderr:
+        return False
+    lines = result.stderr.splitlines(keepends=True)
+    result.stderr = "".join(line for line in lines if mark not in line)
+    return result.exit_code == 1 and not (result.timed_out or result.cancelled)
+
+
+async def run_confined(
+    sandbox: Sandbox | None,
+    command: str,
+    confinement: Confinement | None,
+    cwd: str | None,
+    execute: Callable[[str], Awaitable[ExecResult]],
+) -> ExecResult:
+    """Run ``command`` through ``execute`` (the backend's own runner), inside the walls.
+
+    A refusal the host's shell vouches for (``refused``) means nothing ran: the host's
+    places are looked up afresh and the command runs once more, as the local sandbox does
+    when a place changes while bwrap builds the walls. Without that vouching (a bwrap too
+    old to report its start) a refusal only brings the next look forward (``after_confined``).
+    """
+    first_try = ""
+    for attempt in range(2):
+        nonce = new_nonce()
+        line = await confined_command(sandbox, command, confinement, cwd, nonce)
+        result = await execute(line)
+        if not (isinstance(sandbox, RemoteSandbox) and sandbox.reports_start):
+            return after_confined(sandbox, result)
+        host = sandbox.host_name
+        if not refused(result, nonce):
+            if attempt:
+                result.notices.insert(
+                    0,
+                    f"the sandbox on {host} was built again: a place it hides changed while "
+                    f"it was being built ({first_try})",
+                )
+            return result
+        sandbox.look_again()
+        said = result.stderr.strip().splitlines()
+        first_try = said[-1] if said else "bwrap failed"
+    result.notices.append(
+        f"the sandbox on {host} could not be built, so the command did not run: {first_try}"
+    )
+    return result
+
+
+def after_confined(sandbox: Sandbox | None, result: ExecResult) -> ExecResult:
+    """A command bwrap may have refused to start, on a host whose bwrap cannot say so: the
+    host's places are looked up afresh.
+
+    A hidden folder gone since the last look makes bwrap refuse every command until the next
+    one. Its message on stderr brings that look forward. A command can print the same words,
+    and then it only costs a probe: nothing is run again.
     """
     failed = result.exit_code == 1 and BWRAP_REFUSED in result.stderr
     if isinstance(sandbox, RemoteSandbox) and sandbox.active and failed:

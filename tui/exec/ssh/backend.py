@@ -30,7 +30,7 @@ from tui.exec.backend import (
     InteractiveProcess,
     cancelled_early,
 )
-from tui.exec.sandbox.remote import after_confined, confined_command
+from tui.exec.sandbox.remote import run_confined
 from tui.exec.sandbox.sandbox import Sandbox
 from tui.exec.ssh.connection import Connection
 from tui.exec.ssh.files import SftpFiles
@@ -141,9 +141,11 @@ class SSHBackend(CommandBackend):
         if (early := cancelled_early(cancel)) is not None:
             return early
         workdir = cwd if cwd is not None else self._default_cwd
-        command = await confined_command(self.sandbox, command, confinement, workdir)
-        result = await self._runner.execute(command, cwd, env, timeout, on_chunk, cancel, None)
-        return after_confined(self.sandbox, result)
+
+        async def execute(line: str) -> ExecResult:
+            return await self._runner.execute(line, cwd, env, timeout, on_chunk, cancel, None)
+
+        return await run_confined(self.sandbox, command, confinement, workdir, execute)
 
     async def run_with_stdin(self, command: str, data: bytes) -> ExecResult:
         """``command`` with ``data`` on its stdin, output collected (for completeness)."""
