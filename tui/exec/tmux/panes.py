@@ -172,6 +172,11 @@ async def discard_input(
             await asyncio.wait_for(fresh.wait(), timeout)
             return
         except TimeoutError:
+            # A process that was kept off the processor wakes with output already read but
+            # not yet handed to the watch: let it through before calling the pane quiet.
+            await asyncio.sleep(0.05)
+            if fresh.is_set():
+                return
             now = time.monotonic()
             if now - watch.last_output >= timeout or now >= give_up:
                 break
