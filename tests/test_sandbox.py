@@ -371,7 +371,10 @@ async def test_network_columns_reach_only_what_the_host_policy_allows(
     )
     assert "cloud metadata service" in metadata.stdout + metadata.stderr
     assert any("proxy refused 169.254.169.254:80" in note for note in metadata.notices)
+    # Closed, it leaves nothing in the temp folder: the proxy's socket folder, the empty file's.
+    folders = [Path(await allowed.proxy().socket_path()).parent, Path(allowed._empty).parent]
     await allowed.close()
+    assert [str(f) for f in folders if f.exists()] == []
 
     blocked = machine.sandbox()
     blocked.hosts = HostPolicy.from_lists(None, ["127.0.0.1"])

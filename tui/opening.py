@@ -193,12 +193,11 @@ class Opening:
 
     def _scratch_store(self) -> SessionStore:
         """A ``tool`` run saves nothing: its record goes to a folder removed at the end."""
-        import tempfile
-
         from tui.agent.transcript import SessionStore
+        from tui.scratch import private_folder
 
         if self._scratch is None:
-            self._scratch = tempfile.mkdtemp(prefix="agent-tui-tool-")
+            self._scratch = private_folder("tool")
         return SessionStore(Path(self._scratch))
 
     async def _close_target(self) -> None:
@@ -209,10 +208,10 @@ class Opening:
 
     def forget_scratch(self) -> None:
         """Remove a ``tool`` run's scratch record (after its session is closed)."""
-        import shutil
+        from tui.scratch import remove_private_folder
 
         if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
+            remove_private_folder(self._scratch)
             self._scratch = None
 
 

@@ -20,13 +20,13 @@ import ipaddress
 import logging
 import os
 import struct
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from tui.errors import PermissionDenied
+from tui.scratch import private_folder, remove_private_folder
 from tui.security.hosts import HostPolicy, Resolver, system_resolve
 
 log = logging.getLogger(__name__)
@@ -69,8 +69,7 @@ class HostProxy:
     async def socket_path(self) -> str:
         """The listening socket's path, started on first use (its folder is ours alone)."""
         if self._server is None or self._path is None:
-            self._dir = tempfile.mkdtemp(prefix="agent-tui-proxy-")
-            os.chmod(self._dir, 0o700)
+            self._dir = private_folder("proxy")
             self._path = os.path.join(self._dir, "proxy.sock")
             self._server = await asyncio.start_unix_server(self._handle, path=self._path)
         return self._path
@@ -85,12 +84,9 @@ class HostProxy:
             self._server = None
         for task in list(self._tasks):
             task.cancel()
-        if self._path is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self._path)
         if self._dir is not None:
-            with contextlib.suppress(OSError):
-                os.rmdir(self._dir)
+            remove_private_folder(self._dir)
+            self._dir = self._path = None
 
     # -- one connection ------------------------------------------------------------------------
 

@@ -13,10 +13,8 @@ own explicit choice (a workspace file can never set it).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +25,7 @@ from tui.exec.backend import BackendError
 from tui.exec.sandbox.bwrap import bwrap_argv, find_bwrap, probe, probe_no_userns
 from tui.exec.sandbox.places import Places, find_places
 from tui.exec.sandbox.proxy import HostProxy, Refusal
+from tui.scratch import private_folder, remove_private_folder
 from tui.security.confinement import Confinement, SandboxFacts, mode_confinement
 from tui.security.hosts import HostPolicy
 from tui.security.permissions import ApprovalMode
@@ -222,15 +221,13 @@ class Sandbox:
         if self._proxy is not None:
             await self._proxy.close()
         if self._empty != "/dev/null":
-            with contextlib.suppress(OSError):
-                os.unlink(self._empty)
-                os.rmdir(os.path.dirname(self._empty))
+            remove_private_folder(os.path.dirname(self._empty))
             self._empty = "/dev/null"
 
 
 def _empty_file() -> str:
     """A private empty read-only file, bound over the secret files a sandbox hides."""
-    folder = tempfile.mkdtemp(prefix="agent-tui-sandbox-")
+    folder = private_folder("sandbox")
     path = os.path.join(folder, "empty")
     with open(path, "wb"):
         pass

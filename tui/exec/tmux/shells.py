@@ -31,8 +31,6 @@ import os
 import pwd
 import re
 import shlex
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 
@@ -59,6 +57,7 @@ from tui.exec.tmux.panes import (
     shell_pid,
 )
 from tui.exec.tmux.sessions import NONCE_OPTION
+from tui.scratch import private_folder, remove_private_folder
 from tui.security.confinement import Confinement
 
 SANDBOX_OPTION = "@agent_tui_sandbox"
@@ -159,7 +158,7 @@ class PaneShells:
             return "exec " + shlex.join(wrapped)
         wrapped = await self.sandbox.wrap(argv, walls, cwd=cwd, terminal=True, status_fd=3)
         if self._status_dir is None:
-            self._status_dir = tempfile.mkdtemp(prefix="agent-tui-panes-")
+            self._status_dir = private_folder("panes")
         self._start_ids += 1
         status = os.path.join(self._status_dir, f"start-{self._start_ids}")
         self._starts[self._start_ids] = _Start(walls, cwd, status)
@@ -196,7 +195,7 @@ class PaneShells:
         """Remove the status files of the panes' starts."""
         self._starts.clear()
         if self._status_dir is not None:
-            shutil.rmtree(self._status_dir, ignore_errors=True)
+            remove_private_folder(self._status_dir)
             self._status_dir = None
 
     @staticmethod

@@ -29,7 +29,6 @@ import shlex
 import shutil
 import signal
 import socket
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +36,7 @@ from typing import TYPE_CHECKING
 from tui.errors import ExecutionFailed
 from tui.exec import watchdog
 from tui.exec.sandbox.sandbox import Sandbox
+from tui.scratch import private_folder, remove_private_folder
 from tui.security.confinement import Confinement
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ async def sandboxed_executable(chromium: str, sandbox: Sandbox) -> tuple[str, Pa
     namespace Chromium's own idea of its pid means nothing here. The profile folder Playwright
     names on the command line and the downloads folder are the only writable places.
     """
-    scratch = Path(tempfile.mkdtemp(prefix="agent-tui-browser-"))
+    scratch = Path(private_folder("browser"))
     downloads = scratch / "downloads"
     downloads.mkdir()
     argv = await sandbox.wrap([chromium], BROWSER_WALLS, cwd=str(scratch))
@@ -273,7 +273,7 @@ async def shut(launched: Launched) -> None:
     await _stop_quietly(launched.playwright)
     launched.held_port.close()
     if launched.scratch is not None:
-        shutil.rmtree(launched.scratch, ignore_errors=True)
+        remove_private_folder(str(launched.scratch))
 
 
 __all__ = ["Launched", "NoBrowser", "find_chromium", "kill", "launch", "shut"]
