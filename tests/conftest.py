@@ -48,13 +48,13 @@ pytest_plugins = ["tests.container_image"]
 _call_ids = itertools.count(1)
 
 WORKERS_PER_CORE = 1.5
-"""Test processes per processor for ``-n auto`` (every run's, from ``[tool.pytest.ini_options]``;
-a run of one file stays in this process). Much of the suite waits on real processes (tmux, sshd, podman,
-bubblewrap, Chromium, a scripted model server), so one process per core left the processors idle
-half the time (a 2-core machine: 11 to 12 minutes, the processors 45 % busy); three on two cores
-take about 8, and the app's own tests, which compute, still pass as they do alone. Two per core
-kept both processors busy all the time (7 to 8 minutes), and then tests with a deadline (a fresh
-prompt within 2 s of a Ctrl-C, Chromium starting) failed now and then.
+"""Test processes per processor for ``-n auto`` (every run's, from ``[tool.pytest.ini_options]``; a
+run of one file stays in this process). Much of the suite waits on real processes (tmux, sshd,
+podman, bubblewrap, Chromium, a scripted model server), so one process per core left the processors
+idle half the time (a 2-core machine: 11 to 12 minutes, the processors 45 % busy); three on two
+cores take about 8, and the app's own tests, which compute, still pass as they do alone. Two per
+core kept both processors busy all the time (7 to 8 minutes), and then tests with a deadline (a
+fresh prompt within 2 s of a Ctrl-C, Chromium starting) failed now and then.
 ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` overrides it; ``-n 0`` runs everything in this
 process."""
 MAX_WORKERS = 8

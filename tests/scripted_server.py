@@ -425,6 +425,11 @@ class _Handler(BaseHTTPRequestHandler):
         scripted = self.server.scripted
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if len(raw) < length:
+            # The client went away mid-body (a killed agent-tui): as for a real server, no
+            # request arrived, so none is recorded and no step is spent on it.
+            self.close_connection = True
+            return
         try:
             body: Any = json.loads(raw) if raw else None
         except ValueError:

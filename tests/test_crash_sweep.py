@@ -47,6 +47,14 @@ def base(cli: Cli) -> Iterator[str]:
     kill_server(name)
 
 
+def run_said(run: subprocess.Popen[str]) -> str:
+    """What a run that should still be going said: its stderr if it ended, else that it runs."""
+    if run.poll() is None:
+        return "agent-tui is still running"
+    _, err = run.communicate(timeout=10)
+    return f"agent-tui ended with {run.returncode}: {err[-2000:]}"
+
+
 def servers_of(base: str) -> list[str]:
     """The live servers on our sockets (a socket file whose server is gone does not count)."""
     live = []
@@ -233,7 +241,12 @@ def test_a_dropped_ssh_connection_is_swept_on_the_next_connection(
         [tools_step(shell("long", f"(sleep {marker} &) ; sleep {marker}")), answer("never")]
     )
     run = cli.start(*headless(server, "wait", "--approval-mode", "full-auto", *target))
-    until_blocking(lambda: len(marked(f"sleep {marker}")) >= 2, "the command on the host", 30)
+    until_blocking(
+        lambda: len(marked(f"sleep {marker}")) >= 2,
+        "the command on the host",
+        30,
+        detail=lambda: run_said(run),
+    )
     run.kill()  # the agent dies: its SSH connection drops, the host keeps the session
     run.communicate(timeout=30)
     assert len(marked(f"sleep {marker}")) >= 2

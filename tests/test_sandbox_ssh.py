@@ -273,6 +273,39 @@ async def test_the_remote_panes_shell_starts_inside_the_hosts_sandbox(
         await host.close()
 
 
+async def test_a_remote_pane_starts_though_a_hidden_file_went_since_the_last_look(
+    sshd: SshServer, remote: RemoteMachine
+) -> None:
+    """A pane's shell is started inside the walls too: a socket hidden at the last look and
+    gone with its folder since has nothing to hide, and the pane still starts, read-only."""
+    gone, kept = f"{remote.workspace}/sockets/door.sock", f"{remote.workspace}/kept.key"
+    made = await remote.probe.run(
+        f"mkdir -p {remote.workspace}/sockets && echo {CANARY} > {gone} && echo {CANARY} > {kept}",
+        confinement=OUTSIDE,
+    )
+    assert made.exit_code == 0, made.stderr
+    host = await _box_hiding(sshd, remote, gone, kept)
+    assert isinstance(host.sandbox, RemoteSandbox)
+    host.sandbox.approval_mode = lambda: ApprovalMode.ASK
+    backend = TmuxBackend(
+        host,
+        socket_name=f"atui-sb-{secrets.token_hex(3)}",
+        shell=SHELL,
+        owner="atui-test",
+        config="/dev/null",
+        default_cwd=remote.workspace,
+    )
+    try:
+        await remote.probe.run(f"rm -r {remote.workspace}/sockets", confinement=OUTSIDE)
+        await backend.start()
+        ran = await backend.run(f"cat {kept}; touch made; echo done", timeout=30)
+        assert "done" in ran.stdout and CANARY not in ran.stdout, ran
+        assert "Read-only file system" in ran.stdout
+    finally:
+        await backend.close()
+        await host.close()
+
+
 # -- a container target -------------------------------------------------------------------
 
 

@@ -1,4 +1,5 @@
-"""Private temp folders: a killed agent-tui's are removed by the next one, a live one's never.
+"""Private temp folders: a killed agent-tui's are removed by the next one to end, a live one's
+never.
 
 Real processes: each child makes a folder as agent-tui does and holds it; one is killed with
 SIGKILL (nothing of it runs after), the other stays alive while the next folder is made.
@@ -45,7 +46,7 @@ def temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_a_killed_processs_folders_go_when_the_next_is_made_and_a_live_ones_stay(
+def test_a_killed_processs_folders_go_when_the_next_one_ends_and_a_live_ones_stay(
     temp: Path,
 ) -> None:
     killed, left = holder(temp)
@@ -60,11 +61,11 @@ def test_a_killed_processs_folders_go_when_the_next_is_made_and_a_live_ones_stay
         os.kill(killed.pid, signal.SIGKILL)
         killed.wait(timeout=10)
         mine = Path(private_folder("probe"))
-        assert not left.exists()
-        assert kept.is_dir() and lockless.is_dir() and other_kind.is_dir()
         assert mine.is_dir() and mine.stat().st_mode & 0o777 == 0o700
+        assert left.is_dir()  # making one walks nothing: start-up stays as it was
         remove_private_folder(str(mine))
-        assert not mine.exists()
+        assert not mine.exists() and not left.exists()
+        assert kept.is_dir() and lockless.is_dir() and other_kind.is_dir()
     finally:
         alive.kill()
         alive.wait(timeout=10)
@@ -78,5 +79,5 @@ def test_a_lock_file_swapped_for_a_link_is_not_followed(temp: Path) -> None:
     folder = temp / "agent-tui-probe-linked"
     folder.mkdir()
     (folder / LOCK).symlink_to(target)
-    private_folder("probe")
+    remove_private_folder(private_folder("probe"))
     assert folder.is_dir() and target.read_text() == "kept"

@@ -562,3 +562,23 @@ async def test_anthropic_sdk_reads_thinking_blocks(
 
     mine = await ours("anthropic", server, stream=True)
     assert [item.data for item in mine.reasoning] == THINKING_BLOCKS
+
+
+def test_a_request_whose_client_went_mid_body_is_not_recorded_and_spends_no_step() -> None:
+    """A client killed while sending (a SIGKILLed agent-tui) made no request, as a real server
+    sees it: nothing is recorded and the next request gets the first step."""
+    import socket
+
+    import httpx
+
+    with ScriptedServer([{"text": "first"}]) as server:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT) as cut:
+            cut.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+                b'{"model": "m", "mess'
+            )
+        body = {"model": "m", "stream": False, "messages": [{"role": "user", "content": "hi"}]}
+        answer = httpx.post(f"{server.openai_base_url}/chat/completions", json=body, timeout=10)
+        assert "first" in answer.text
+        assert len(server.requests) == 1 and server.requests[0].body == body

@@ -7,9 +7,12 @@ remove anything, and a machine that runs agent-tui from scripts gathered thousan
 
 Each folder holds a lock its process keeps for as long as it lives (the kernel lets go of it
 when the process ends, however it ends; process ids are reused and differ between
-namespaces, a lock is neither). Making a folder of one kind first removes the folders of that
-kind whose lock nobody holds. The lock file is locked before it takes its name, so a folder is
-never seen unlocked while its process is alive.
+namespaces, a lock is neither). Removing a folder of one kind also removes the folders of
+that kind whose lock nobody holds: at the end of a run, not at its start, which neither waits
+for a walk of the temp folder nor counts that folder among what start-up read (a ``-p`` run's
+first request is sent ahead only while those are unchanged: ``tui.agent.providers.ahead``).
+The lock file is locked before it takes its name, so a folder is never seen unlocked while
+its process is alive.
 """
 
 from __future__ import annotations
@@ -26,35 +29,37 @@ __all__ = ["private_folder", "remove_private_folder"]
 LOCK = ".alive"
 """The lock file in each folder (locked by its process for as long as it lives)."""
 
-_held: dict[str, int] = {}
-"""This process's folders and the descriptor of each one's lock."""
+_held: dict[str, tuple[int, str]] = {}
+"""This process's folders: the descriptor of each one's lock, and its kind's prefix."""
 _swept: set[str] = set()
 """The kinds whose leftovers this process already removed (once is enough)."""
 
 
 def private_folder(kind: str) -> str:
-    """A new folder only this user can enter, named ``agent-tui-{kind}-…``; the folders of
-    that kind left by processes that are gone are removed first."""
+    """A new folder only this user can enter, named ``agent-tui-{kind}-…``."""
     prefix = f"agent-tui-{kind}-"
-    if prefix not in _swept:
-        _swept.add(prefix)
-        _remove_left_over(prefix)
     folder = tempfile.mkdtemp(prefix=prefix)
     pending = os.path.join(folder, ".locking")
     descriptor = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     fcntl.flock(descriptor, fcntl.LOCK_EX)
     os.rename(pending, os.path.join(folder, LOCK))
-    _held[folder] = descriptor
+    _held[folder] = (descriptor, prefix)
     return folder
 
 
 def remove_private_folder(folder: str) -> None:
-    """Remove ``folder`` (made by ``private_folder``) and everything in it."""
-    descriptor = _held.pop(folder, None)
+    """Remove ``folder`` (made by ``private_folder``) and everything in it; then, once a
+    process, the folders of its kind that processes now gone left behind."""
+    held = _held.pop(folder, None)
     shutil.rmtree(folder, ignore_errors=True)
-    if descriptor is not None:
-        with contextlib.suppress(OSError):
-            os.close(descriptor)
+    if held is None:
+        return
+    descriptor, prefix = held
+    with contextlib.suppress(OSError):
+        os.close(descriptor)
+    if prefix not in _swept:
+        _swept.add(prefix)
+        _remove_left_over(prefix)
 
 
 def _remove_left_over(prefix: str) -> None:

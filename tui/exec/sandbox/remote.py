@@ -153,6 +153,12 @@ class RemoteSandbox(Sandbox):
             self._found_at = time.monotonic()
         return self._places
 
+    async def shell_line(self, wrapped: list[str], nonce: str | None = None) -> str:
+        """``wrapped`` (this sandbox's bwrap argv) as the line the host's shell runs: covering
+        only the hidden files there as it starts (``host_line``)."""
+        hidden = set((await self.places()).hidden_files)
+        return host_line(wrapped, hidden, self._empty, nonce)
+
     async def _probe(self) -> dict[str, list[str]]:
         assert self.host is not None
         script = probe_script(tuple(self.patterns), str(self.workspace))
@@ -214,8 +220,7 @@ async def confined_command(
     )
     if wrapped == argv:
         return command
-    hidden = set((await sandbox.places()).hidden_files)
-    return host_line(wrapped, hidden, sandbox._empty, nonce if reports else None)
+    return await sandbox.shell_line(wrapped, nonce if reports else None)
 
 
 def host_line(argv: list[str], hidden: set[str], empty: str, nonce: str | None) -> str:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from tui.exec.backend import BackendError
 from tui.exec.sandbox.bwrap import setup_failed
+from tui.exec.sandbox.remote import RemoteSandbox
 from tui.exec.sandbox.sandbox import Sandbox
 from tui.exec.tmux.control import ControlClient, TmuxCommandError, quote, type_command
 from tui.exec.tmux.markers import (
@@ -155,6 +156,10 @@ class PaneShells:
             return shlex.join(argv)
         if not self.local_host:
             wrapped = await self.sandbox.wrap(argv, walls, cwd=cwd, terminal=True)
+            if isinstance(self.sandbox, RemoteSandbox):
+                # The host's login shell may be any (fish …): the covering loop is POSIX sh.
+                line = await self.sandbox.shell_line(wrapped)
+                return "exec /bin/sh -c " + shlex.quote(line)
             return "exec " + shlex.join(wrapped)
         wrapped = await self.sandbox.wrap(argv, walls, cwd=cwd, terminal=True, status_fd=3)
         if self._status_dir is None:
