@@ -568,8 +568,7 @@ def test_a_request_whose_client_went_mid_body_is_not_recorded_and_spends_no_step
     """A client killed while sending (a SIGKILLed agent-tui) made no request, as a real server
     sees it: nothing is recorded and the next request gets the first step."""
     import socket
-
-    import httpx
+    import urllib.request
 
     with ScriptedServer([{"text": "first"}]) as server:
         with socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT) as cut:
@@ -579,6 +578,11 @@ def test_a_request_whose_client_went_mid_body_is_not_recorded_and_spends_no_step
                 b'{"model": "m", "mess'
             )
         body = {"model": "m", "stream": False, "messages": [{"role": "user", "content": "hi"}]}
-        answer = httpx.post(f"{server.openai_base_url}/chat/completions", json=body, timeout=10)
-        assert "first" in answer.text
+        request = urllib.request.Request(
+            f"{server.openai_base_url}/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as answer:
+            assert "first" in answer.read().decode()
         assert len(server.requests) == 1 and server.requests[0].body == body
