@@ -37,7 +37,9 @@ from tui.events import (
 )
 from tui.exec.backend import BackendError
 from tui.exec.tmux.backend import TmuxBackend
+from tui.exec.tmux.jobs import CANCEL_GRACE
 from tui.exec.tmux.markers import find_markers
+from tui.exec.tmux.panes import CTRL_C_TRIES, PromptHeld
 from tui.security.permissions import ApprovalMode
 from tui.ui.cwd import printable
 
@@ -108,6 +110,25 @@ async def test_text_left_at_the_prompt_is_not_glued_onto_the_command(
     assert result.stdout == "approved-42\n"
     history = await backend.run("fc -ln -1", timeout=DEADLINE)
     assert history.stdout.strip() == approved  # the shell's own record of what ran
+
+
+async def test_text_ctrl_c_cannot_drop_holds_the_prompt_and_nothing_is_typed(
+    make_backend: MakeBackend, socket_name: str
+) -> None:
+    """A shell that ignores Ctrl-C keeps the text someone left: after its tries the call is
+    refused with why, and the approved command is never glued onto that text."""
+    backend = make_backend()
+    await backend.run("trap '' INT", timeout=DEADLINE)
+    pane = backend.default_pane
+    assert pane
+    await take_over_typing(backend, socket_name, pane, "echo leftover")
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(PromptHeld, match="Ctrl-C brought no fresh prompt"):
+        await backend.run("echo approved", timeout=DEADLINE * 3)
+    waited = asyncio.get_running_loop().time() - started
+    assert waited >= CTRL_C_TRIES * CANCEL_GRACE - 0.5  # every try was given its wait
+    screen = await tmux(socket_name, "capture-pane", "-p", "-t", pane)
+    assert "echo leftover" in screen and "approved" not in screen
 
 
 @pytest.mark.parametrize("shell", SHELLS)
