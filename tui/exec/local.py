@@ -337,6 +337,7 @@ class LocalBackend(ExecutionBackend):
         """
         protocol.killing = True
         command = await asyncio.to_thread(procs.read, pgid)
+        sandboxed = await asyncio.to_thread(procs.namespaces_below, pgid)
         members = await asyncio.to_thread(procs.in_sessions, [pgid])
         _signal_group(pgid, signal.SIGTERM)
         others = [proc for proc in members if proc.pid != pgid]
@@ -351,6 +352,7 @@ class LocalBackend(ExecutionBackend):
             others += [proc for proc in late if proc.key not in known and proc.pid != pgid]
         if not protocol.exited.done():
             await asyncio.wait({protocol.exited}, timeout=_REAP_LIMIT)
+        await procs.until_namespaces_empty(sandboxed, _REAP_LIMIT)
         protocol.notice(procs.stopped_notice(command, others, left))
 
     async def spawn(

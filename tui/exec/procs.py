@@ -106,6 +106,61 @@ def in_sessions(sids: Iterable[int], *, exclude: Iterable[int] = ()) -> list[Pro
     return found
 
 
+def namespaces_below(pid: int) -> set[str]:
+    """The process namespaces (``pid:[…]``) of ``pid``'s children other than this process's
+    own: a sandbox's (bwrap puts its command in a namespace and a session of its own)."""
+    own = _pid_namespace(os.getpid())
+    found: set[str] = set()
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as handle:
+            kids = [int(word) for word in handle.read().split()]
+    except (OSError, ValueError):
+        return found
+    for kid in kids:
+        space = _pid_namespace(kid)
+        if space is not None and space != own:
+            found.add(space)
+    return found
+
+
+def in_namespaces(spaces: set[str]) -> list[int]:
+    """Live processes (zombies are not) in any of the process namespaces ``spaces``."""
+    if not spaces:
+        return []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    return [
+        int(name)
+        for name in names
+        if name.isdigit() and _pid_namespace(int(name)) in spaces and _stat(int(name)) is not None
+    ]
+
+
+def _pid_namespace(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+async def until_namespaces_empty(spaces: set[str], timeout: float) -> bool:
+    """Wait (up to ``timeout`` s) until no process is left in ``spaces``; whether none is.
+
+    The kernel kills a namespace's processes when its first one dies, but not at once: a
+    command's processes can outlive its stopped sandbox by a moment, and what agent-tui says
+    it stopped must be gone when it says so.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while await asyncio.to_thread(in_namespaces, spaces):
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
 def _open(proc: Proc) -> int | None:
     """A pidfd for ``proc`` if it is still that very process; None when gone or reused."""
     try:
