@@ -245,12 +245,9 @@ async def test_a_host_without_bwrap_says_the_rater_decides(
         await backend.close()
 
 
-@needs_tmux
-async def test_the_remote_panes_shell_starts_inside_the_hosts_sandbox(
-    sshd: SshServer, remote: RemoteMachine
-) -> None:
-    host = await sandboxed(sshd, remote, ApprovalMode.ASK)
-    backend = TmuxBackend(
+def pane_backend(host: SSHBackend, remote: RemoteMachine) -> TmuxBackend:
+    """The host's tmux panes, each shell started inside ``host``'s sandbox."""
+    return TmuxBackend(
         host,
         socket_name=f"atui-sb-{secrets.token_hex(3)}",
         shell=SHELL,
@@ -258,6 +255,14 @@ async def test_the_remote_panes_shell_starts_inside_the_hosts_sandbox(
         config="/dev/null",
         default_cwd=remote.workspace,
     )
+
+
+@needs_tmux
+async def test_the_remote_panes_shell_starts_inside_the_hosts_sandbox(
+    sshd: SshServer, remote: RemoteMachine
+) -> None:
+    host = await sandboxed(sshd, remote, ApprovalMode.ASK)
+    backend = pane_backend(host, remote)
     try:
         await backend.start()
         assert backend.sandbox_label() == "sandbox: read-only, no network"
@@ -287,14 +292,7 @@ async def test_a_remote_pane_starts_though_a_hidden_file_went_since_the_last_loo
     host = await _box_hiding(sshd, remote, gone, kept)
     assert isinstance(host.sandbox, RemoteSandbox)
     host.sandbox.approval_mode = lambda: ApprovalMode.ASK
-    backend = TmuxBackend(
-        host,
-        socket_name=f"atui-sb-{secrets.token_hex(3)}",
-        shell=SHELL,
-        owner="atui-test",
-        config="/dev/null",
-        default_cwd=remote.workspace,
-    )
+    backend = pane_backend(host, remote)
     try:
         await remote.probe.run(f"rm -r {remote.workspace}/sockets", confinement=OUTSIDE)
         await backend.start()

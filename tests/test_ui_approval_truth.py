@@ -27,6 +27,7 @@ from tests.conftest import with_metadata
 from tests.scripted_server import ScriptedServer
 from tests.snapshot_apps.truth_scenes import HOSTILE_WHY, THIRTEEN_COMMAND
 from tests.test_approval_words import session_with
+from tests.test_headless_tty import request as shell_request
 from tests.test_ui_app import app_for, approval_ready, inner, send, shell_step, turn_done, until
 from tui.config import load_settings
 from tui.events import ApprovalRequested
@@ -348,6 +349,17 @@ def test_the_gate_is_closed_until_the_question_is_on_screen() -> None:
     assert late.opens_at() == 9.0 + GRACE
 
 
+class ModalHost(App[None]):
+    """An app that shows one approval modal, alone."""
+
+    def __init__(self, modal: ApprovalScreen) -> None:
+        super().__init__()
+        self.modal = modal
+
+    def on_mount(self) -> None:
+        self.push_screen(self.modal)
+
+
 class Stepping:
     """A clock that moves ``step`` seconds every time it is read: whatever reads it twice
     in a row sees time pass in between, as a busy machine can make it."""
@@ -365,22 +377,10 @@ async def test_the_keys_line_opens_even_when_the_gate_opens_while_it_is_drawn() 
     """The keys line is drawn and the next look planned from one reading of the clock: read
     once for the line and again for the plan, the gate could open in between, and the line
     stayed closed with no look left to open it."""
-    request = ApprovalRequested(
-        request_id="approval-clock",
-        tool_call_id="call_clock",
-        tool_name="run_shell",
-        arguments={"command": "true"},
-        command="true",
-        actor="local",
-        reason="ask mode",
-    )
+    request = shell_request("true")
     modal = ApprovalScreen(request, monotonic=Stepping(GRACE * 0.6))
 
-    class Host(App[None]):
-        def on_mount(self) -> None:
-            self.push_screen(modal)
-
-    async with Host().run_test(size=(80, 24)) as pilot:
+    async with ModalHost(modal).run_test(size=(80, 24)) as pilot:
         keys = modal.query_one("#approval-keys", Static)
         await until(pilot, lambda: "allow once" in str(keys.render()), "the answer keys", 5)
         assert modal.answering and not modal.has_class("-waiting")
@@ -391,23 +391,11 @@ async def test_the_body_is_fitted_again_whenever_the_answers_below_it_change_hei
     (a loaded machine did, once the keys line wrapped): the body is fitted again when they
     really change height, so the box never grows past the screen and cuts the keys."""
     command = "\n".join(f"echo line {n}" for n in range(60))
-    request = ApprovalRequested(
-        request_id="approval-fit",
-        tool_call_id="call_fit",
-        tool_name="run_shell",
-        arguments={"command": command},
-        command=command,
-        actor="local",
-        reason="ask mode",
-    )
+    request = shell_request(command)
     now = [100.0]
     modal = ApprovalScreen(request, monotonic=lambda: now[0])
 
-    class Host(App[None]):
-        def on_mount(self) -> None:
-            self.push_screen(modal)
-
-    async with Host().run_test(size=(80, 24)) as pilot:
+    async with ModalHost(modal).run_test(size=(80, 24)) as pilot:
         body = modal.query_one(CommandBody)
         box = modal.query_one("#approval-box")
         await until(pilot, lambda: modal.gate.opened is not None, "the question on screen")
