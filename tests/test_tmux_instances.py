@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -212,6 +213,51 @@ async def test_a_start_killed_before_it_marked_its_session_is_swept_all_the_same
         assert socket not in sockets(base)
     finally:
         await target.backend.close()
+
+
+async def test_a_swept_server_whose_lingering_client_never_takes_its_exit_is_gone(
+    base: str, tmp_path: Path
+) -> None:
+    """tmux's server, told to end, waits for each client to take its exit and refuses every
+    connection meanwhile. The control client of a killed agent-tui can linger and never take
+    it (here: stopped); the server then lived on with no session, its socket file removed by
+    the sweep, out of every later sweep's sight."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    socket = f"{base}-dead0002"
+    script = (
+        "import os, signal, subprocess\n"
+        "from tui.exec.local import LocalBackend\n"
+        "from tui.exec.tmux.server import Place\n"
+        f"argv = Place(LocalBackend(), {socket!r}).argv('-C', 'new-session', '-s', 'x', 'cat')\n"
+        "client = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)\n"
+        "client.stdout.readline()\n"  # the session is up: tmux has answered
+        "os.kill(client.pid, signal.SIGSTOP)\n"  # a client that will never take its exit
+        "print(client.pid, flush=True)\n"
+    )
+    repo = Path(__file__).resolve().parents[1]
+    starter = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, cwd=repo, env=clean_env(), stdout=subprocess.PIPE
+    )
+    assert starter.stdout is not None
+    client = int(await starter.stdout.readline())
+    assert await starter.wait() == 0  # the starter is gone, its client lingers
+    server_pid = Place(LocalBackend(), socket).server().cmd("display", "-p", "#{pid}").stdout
+    server = procs.read(int(server_pid[0]))
+    assert server is not None and procs.read(client) is not None
+    try:
+        target = await open_target(
+            TargetChoice(tmux=True), settings_for(base), workspace, interactive=False
+        )
+        try:
+            assert [n for n in target.notices if n.startswith("swept ")]
+            assert procs.read(server.pid) is None, "the server lives on, out of sight"
+            assert socket not in sockets(base)
+        finally:
+            await target.backend.close()
+    finally:
+        os.kill(client, signal.SIGCONT)
+    await until(lambda: procs.read(client) is None, "the lingering client to end", LOOP_WAIT)
 
 
 async def test_a_server_started_by_a_live_process_is_left_alone(base: str, tmp_path: Path) -> None:

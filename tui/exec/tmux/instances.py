@@ -235,8 +235,9 @@ async def sweep(
             continue
         place = Place(host, server.socket, env=env)
         names = [info.name for info in doomed]
+        pid = next((info.server_pid for info in server.sessions if info.server_pid), None)
         stopped = await stop_panes(place, names)
-        await kill(place, names, everything=len(doomed) == len(server.sessions))
+        await kill(place, names, everything=len(doomed) == len(server.sessions), server_pid=pid)
         server.sessions = [info for info in server.sessions if info not in doomed]
         agent = next((info.agent for info in doomed if info.agent), None) or server.creator
         who = f" (agent-tui {agent.describe()}, no longer running)" if agent else ""

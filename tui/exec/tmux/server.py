@@ -69,6 +69,7 @@ _SESSIONS = _SEP.join(
         f"#{{{HOST_OPTION}}}",
         f"#{{{PID_OPTION}}}",
         f"#{{{START_OPTION}}}",
+        "#{pid}",
     ]
 )
 _CLIENTS = _SEP.join(["#{session_name}", "#{client_control_mode}"])
@@ -127,6 +128,8 @@ class ServerSession:
     """An agent-tui (a control-mode client) is attached to it now."""
     agent: Owner | None = None
     """The agent-tui process that made it (None: not recorded)."""
+    server_pid: int | None = None
+    """The tmux server's, on its host."""
 
 
 async def server_creator(place: Place) -> Owner | None:
@@ -151,9 +154,9 @@ async def list_server(place: Place) -> list[ServerSession]:
     found = []
     for line in sessions:
         parts = line.split(_SEP)
-        if len(parts) != 8:
+        if len(parts) != 9:
             continue
-        name, owner, workspace, kept, created, host, pid, start = parts
+        name, owner, workspace, kept, created, host, pid, start, server = parts
         found.append(
             ServerSession(
                 name,
@@ -163,6 +166,7 @@ async def list_server(place: Place) -> list[ServerSession]:
                 int(created) if created.isdigit() else 0,
                 name in held,
                 Owner.parse(host, pid, start),
+                int(server) if server.isdigit() else None,
             )
         )
     return found
@@ -278,14 +282,51 @@ async def _stop_remote(host: ExecutionBackend, sids: list[int]) -> list[str]:
     return running
 
 
-async def kill(place: Place, names: list[str], *, everything: bool) -> None:
+SERVER_END_WAIT = 2.0
+"""Seconds a server told ``kill-server`` has to end before it is killed."""
+
+
+async def kill(
+    place: Place, names: list[str], *, everything: bool, server_pid: int | None = None
+) -> None:
+    """End the sessions ``names``, or the whole server (its pid read before its panes were
+    stopped: a server whose last pane ended is already ending, and answers nothing)."""
     if everything:
-        await _tmux_lines(place, "kill-server")
-        if place.local:
-            remove_stale(place)
+        await _kill_server(place, server_pid)
         return
     for name in names:
         await _tmux_lines(place, "kill-session", "-t", f"={name}")
+
+
+async def _kill_server(place: Place, pid: int | None) -> None:
+    """``kill-server``; the server is gone before its socket file goes. tmux 3.3a's server,
+    told to end (or left with no session), waits for each client to take its exit, refusing
+    all connections meanwhile; the control client of a SIGKILLed agent-tui can linger and
+    never take it. Such a server lived on, its socket file removed, out of every sweep's
+    sight: it is killed if not ended in ``SERVER_END_WAIT`` s (its client then ends too)."""
+    if not place.local:
+        await place.host.run(_remote_kill_server(place, pid), timeout=30, confinement=OWN_COMMAND)
+        return
+    server = None if pid is None else await asyncio.to_thread(procs.read, pid)
+    await _tmux_lines(place, "kill-server")
+    if server is not None and f" -L {place.socket_name} " in f" {server.command} ":
+        await procs.stop([server], grace=SERVER_END_WAIT)
+    remove_stale(place)
+
+
+def _remote_kill_server(place: Place, pid: int | None) -> str:
+    """``_kill_server`` as a host's shell does it; the command line in ``/proc`` must still
+    name the socket, so a pid reused meanwhile is left alone."""
+    script = f"{shlex.join(place.argv('kill-server'))} 2>/dev/null"
+    if pid is None:
+        return script + "; true"
+    tries = int(SERVER_END_WAIT / 0.1)
+    named = shlex.quote(f" -L {place.socket_name} ")
+    return (
+        f"{script}; i=0; while [ -d /proc/{pid} ] && [ $i -lt {tries} ]; do sleep 0.1; "
+        f"i=$((i+1)); done; if [ -d /proc/{pid} ] && tr '\\000' ' ' < /proc/{pid}/cmdline "
+        f"| grep -qF -- {named}; then kill -KILL {pid}; fi; true"
+    )
 
 
 async def _tmux_lines(place: Place, *args: str) -> list[str]:
