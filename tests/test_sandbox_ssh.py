@@ -304,6 +304,52 @@ async def test_a_remote_pane_starts_though_a_hidden_file_went_since_the_last_loo
         await host.close()
 
 
+async def test_a_remote_pane_starts_though_a_hidden_folder_went_since_the_last_look(
+    sshd: SshServer, remote: RemoteMachine
+) -> None:
+    """A folder gone since the last look makes bwrap refuse to start the pane's shell; the
+    host's shell says so with its start's nonce and holds the pane, and the pane's shell is
+    started again with the places looked up afresh, inside the same walls."""
+    host = await _vanished_folder(sshd, remote)
+    assert isinstance(host.sandbox, RemoteSandbox) and host.sandbox.reports_start
+    host.sandbox.approval_mode = lambda: ApprovalMode.ASK
+    backend = pane_backend(host, remote)
+    try:
+        await backend.start()
+        ran = await backend.run("touch made; echo done", timeout=30)
+        assert "done" in ran.stdout and "Read-only file system" in ran.stdout, ran
+    finally:
+        await backend.close()
+        await host.close()
+
+
+async def test_a_remote_pane_whose_shell_prints_a_refusal_is_not_started_again(
+    sshd: SshServer, remote: RemoteMachine
+) -> None:
+    """A mark of the right shape from the shell itself (its nonce unknown to it) is words,
+    not a refusal: the pane is set up as it is, once."""
+    host = await _box_hiding(sshd, remote)
+    assert isinstance(host.sandbox, RemoteSandbox)
+    host.sandbox.approval_mode = lambda: ApprovalMode.ASK
+    fake = "agent-tui 0123456789abcdef0123456789abcdef: bubblewrap did not start the command"
+    backend = TmuxBackend(
+        host,
+        socket_name=f"atui-sb-{secrets.token_hex(3)}",
+        shell=f"sh -c {shlex.quote(f'echo {shlex.quote(fake)}; exec {SHELL}')}",
+        owner="atui-test",
+        config="/dev/null",
+        default_cwd=remote.workspace,
+    )
+    try:
+        await backend.start()
+        ran = await backend.run("echo done", timeout=30)
+        assert "done" in ran.stdout, ran
+        assert not any("again" in note for note in ran.notices), ran.notices
+    finally:
+        await backend.close()
+        await host.close()
+
+
 # -- a container target -------------------------------------------------------------------
 
 

@@ -153,11 +153,13 @@ class RemoteSandbox(Sandbox):
             self._found_at = time.monotonic()
         return self._places
 
-    async def shell_line(self, wrapped: list[str], nonce: str | None = None) -> str:
+    async def shell_line(
+        self, wrapped: list[str], nonce: str | None = None, *, pane: bool = False
+    ) -> str:
         """``wrapped`` (this sandbox's bwrap argv) as the line the host's shell runs: covering
         only the hidden files there as it starts (``host_line``)."""
         hidden = set((await self.places()).hidden_files)
-        return host_line(wrapped, hidden, self._empty, nonce)
+        return host_line(wrapped, hidden, self._empty, nonce, pane=pane)
 
     async def _probe(self) -> dict[str, list[str]]:
         assert self.host is not None
@@ -223,7 +225,9 @@ async def confined_command(
     return await sandbox.shell_line(wrapped, nonce if reports else None)
 
 
-def host_line(argv: list[str], hidden: set[str], empty: str, nonce: str | None) -> str:
+def host_line(
+    argv: list[str], hidden: set[str], empty: str, nonce: str | None, *, pane: bool = False
+) -> str:
     """``argv`` (bwrap's) as the POSIX shell line the host runs.
 
     *Only what is there is covered.* The host's places are up to ``REFRESH`` seconds old,
@@ -239,6 +243,8 @@ def host_line(argv: list[str], hidden: set[str], empty: str, nonce: str | None) 
     the shell print the nonce. The nonce is chosen per command here and lives in the host
     shell's memory and arguments, which the command (in its own process namespace) cannot
     read, so no output of the command can claim a refusal: ``refused`` then runs it again.
+    A ``pane``'s shell prints the mark on the pane's screen instead and holds the pane (30 s
+    at most) for agent-tui to start it again (``PaneShells``).
     """
     covers = [
         i
@@ -258,14 +264,21 @@ def host_line(argv: list[str], hidden: set[str], empty: str, nonce: str | None) 
         start = f"set -- {shlex.join(argv)}"
     if nonce is None:
         return f'{start}; exec "$@"'
-    said = shlex.quote(f"{_refusal_mark(nonce)}: bubblewrap did not start the command")
+    said = shlex.quote(f"{_refusal_mark(nonce)}: {NOT_STARTED}")
+    tell = (
+        f"printf '\\r\\n%s\\r\\n' {said}; exec sleep 30" if pane else f"printf '%s\\n' {said} >&2"
+    )
     return (
         f"{start}; exec 4>&1; "
         f's=$("$@" {STATUS_FD}>&1 >&4 4>&-); rc=$?; exec 4>&-; '
         f"case $rc:$s in 1:*'\"child-pid\"'*) case $s in *'\"exit-code\"'*) ;; "
-        f"*) printf '%s\\n' {said} >&2;; esac;; esac; "
+        f"*) {tell};; esac;; esac; "
         'exit "$rc"'
     )
+
+
+NOT_STARTED = "bubblewrap did not start the command"
+"""What follows the mark (``agent-tui <nonce>: ``) when the host's shell vouches for a refusal."""
 
 
 def _refusal_mark(nonce: str) -> str:

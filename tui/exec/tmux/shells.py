@@ -19,7 +19,9 @@ building the walls (a hidden file such as a shell history was being rewritten be
 look-up and the mount) the shell never started, and instead of the pane closing the wrapper
 says so in the pane and waits. ``set_up`` then checks the file (no ``exit-code``: nothing ran;
 the sandbox cannot write that file), looks the places up again and starts the pane once more
-(``respawn-pane``), as the local one-shot commands do (``LocalBackend.run``).
+(``respawn-pane``), as the local one-shot commands do (``LocalBackend.run``). On an SSH host
+or in a container the host's shell vouches instead, printing the nonce of that start in the
+pane (``host_line``), which a shell inside the walls cannot know.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ from dataclasses import dataclass
 
 from tui.exec.backend import BackendError
 from tui.exec.sandbox.bwrap import setup_failed
-from tui.exec.sandbox.remote import RemoteSandbox
+from tui.exec.sandbox.remote import NOT_STARTED, STATUS_FD, RemoteSandbox
+from tui.exec.sandbox.remote import new_nonce as refusal_nonce
 from tui.exec.sandbox.sandbox import Sandbox
 from tui.exec.tmux.control import ControlClient, TmuxCommandError, quote, type_command
 from tui.exec.tmux.markers import (
@@ -67,6 +70,8 @@ SANDBOX_OPTION = "@agent_tui_sandbox"
 NOT_BUILT = "agent-tui: the sandbox could not be built"
 """What a local pane's wrapper prints when bwrap never started the shell (``PANE_WRAPPER``)."""
 _NOT_BUILT_SEEN = re.compile(re.escape(NOT_BUILT).encode() + rb" \(start (\d+)\)")
+_NOT_STARTED_SEEN = re.compile(rb"agent-tui ([0-9a-f]{32}): " + re.escape(NOT_STARTED.encode()))
+"""A remote pane's host shell vouching, with the nonce of its start, that bwrap gave up."""
 
 PANE_WRAPPER = (
     'f=$1; shift; printf \'{"pane": "%s"}\\n\' "$TMUX_PANE" >"$f"; "$@" 3>>"$f"; s=$?; ran=; '
@@ -133,6 +138,8 @@ class PaneShells:
         self.local_host = local_host
         self.notices = notices
         self._starts: dict[int, _Start] = {}
+        self._remote_starts: dict[str, _Start] = {}
+        """A remote pane's starts by the nonce its host shell says a refusal with."""
         self._start_ids = 0
         self._status_dir: str | None = None
 
@@ -154,13 +161,20 @@ class PaneShells:
         argv = shlex.split(self.shell) if self.shell else login_shell()
         if walls.outside:
             return shlex.join(argv)
+        if isinstance(self.sandbox, RemoteSandbox):
+            nonce = refusal_nonce() if self.sandbox.reports_start else None
+            wrapped = await self.sandbox.wrap(
+                argv, walls, cwd=cwd, terminal=True, status_fd=STATUS_FD if nonce else None
+            )
+            if nonce is not None:
+                self._remote_starts[nonce] = _Start(walls, cwd, "")
+            # The host's login shell may be any (fish …): the covering loop is POSIX sh.
+            line = await self.sandbox.shell_line(wrapped, nonce, pane=True)
+            return "exec /bin/sh -c " + shlex.quote(line)
         if not self.local_host:
-            wrapped = await self.sandbox.wrap(argv, walls, cwd=cwd, terminal=True)
-            if isinstance(self.sandbox, RemoteSandbox):
-                # The host's login shell may be any (fish …): the covering loop is POSIX sh.
-                line = await self.sandbox.shell_line(wrapped)
-                return "exec /bin/sh -c " + shlex.quote(line)
-            return "exec " + shlex.join(wrapped)
+            return "exec " + shlex.join(
+                await self.sandbox.wrap(argv, walls, cwd=cwd, terminal=True)
+            )
         wrapped = await self.sandbox.wrap(argv, walls, cwd=cwd, terminal=True, status_fd=3)
         if self._status_dir is None:
             self._status_dir = private_folder("panes")
@@ -170,13 +184,18 @@ class PaneShells:
         wrapper = ["/bin/sh", "-c", PANE_WRAPPER, "agent-tui-pane", status]
         return "exec " + shlex.join([*wrapper, *wrapped])
 
-    def started_in_vain(self, pane_id: str) -> _Start | None:
+    def started_in_vain(self, pane_id: str, refusals: list[str] | None = None) -> _Start | None:
         """The start of ``pane_id``'s shell whose bwrap never started it, if there is one.
 
         Only the wrapper writes the pane's id and its own verdict into the status file (the
         sandbox cannot reach that file), and only when bwrap wrote no ``exit-code``: a shell
-        that ran and exited with 1, or words a program printed, never count.
+        that ran and exited with 1, or words a program printed, never count. On a remote host
+        the host's shell says so on the pane's screen with the nonce of that start (never in
+        reach of the sandbox): ``refusals``, the nonces the pane showed.
         """
+        for nonce in refusals or ():
+            if nonce in self._remote_starts:
+                return self._remote_starts.pop(nonce)
         for start_id, start in list(self._starts.items()):
             pane, failed = _read_status(start.status)
             if pane == pane_id and failed:
@@ -199,6 +218,7 @@ class PaneShells:
     def close(self) -> None:
         """Remove the status files of the panes' starts."""
         self._starts.clear()
+        self._remote_starts.clear()
         if self._status_dir is not None:
             remove_private_folder(self._status_dir)
             self._status_dir = None
@@ -275,7 +295,15 @@ class PaneShells:
                 # Looked for before typing and after each word from a wrapper: it may have
                 # spoken before the watch was there (it writes the status file first), and
                 # nothing is typed into a pane that is to be started again.
-                start = self.started_in_vain(pane_id) if created and self._starts else None
+                if created and self._remote_starts and not typed:
+                    # A host shell that said it before the watch was there said it on screen.
+                    screen = await client.command(f"capture-pane -p -J -t {pane_id}")
+                    watch.saw_screen("\n".join(screen).encode())
+                start = (
+                    self.started_in_vain(pane_id, watch.refusals)
+                    if created and (self._starts or watch.refusals)
+                    else None
+                )
                 if start is not None:
                     if retried:
                         # bwrap's words come before the wrapper's in the pane: wait for those.
@@ -324,6 +352,8 @@ class PaneShells:
 
     async def _start_again(self, client: ControlClient, pane_id: str, start: _Start) -> None:
         """Start ``pane_id``'s shell again in the same walls, the places looked up afresh."""
+        if isinstance(self.sandbox, RemoteSandbox):
+            self.sandbox.look_again()
         command = await self.command(start.walls, start.cwd)
         parts = ["respawn-pane", "-k", "-t", pane_id]
         if start.cwd:
@@ -372,6 +402,8 @@ class MarkerWatch:
         self.data = bytearray()
         self.markers: list[tuple[int, int | None]] = []
         self.not_built: list[int] = []
+        self.refusals: list[str] = []
+        """Nonces a remote pane's host shell said a refusal with (``_NOT_STARTED_SEEN``)."""
         self.words = 0
         """How many times a wrapper has said ``NOT_BUILT`` here."""
         self._processed = 0
@@ -386,9 +418,15 @@ class MarkerWatch:
                 self._processed = marker.end + begin
                 self.markers.append((marker.id, marker.exit_code))
                 self._changed.set()
-        for seen in _NOT_BUILT_SEEN.finditer(self.data, self._not_built_at):
-            self._not_built_at = seen.end()
-            self.not_built.append(int(seen.group(1)))
+        said = [*_NOT_BUILT_SEEN.finditer(self.data, self._not_built_at)]
+        said += _NOT_STARTED_SEEN.finditer(self.data, self._not_built_at)
+        for seen in sorted(said, key=lambda match: match.end()):
+            self._not_built_at = max(self._not_built_at, seen.end())
+            if seen.re is _NOT_STARTED_SEEN:
+                self.refusals.append(seen.group(1).decode())
+                self.not_built.append(0)
+            else:
+                self.not_built.append(int(seen.group(1)))
             self.words += 1
             self._changed.set()
         if len(self.data) > 1 << 16:
@@ -396,6 +434,12 @@ class MarkerWatch:
             del self.data[:drop]
             self._processed = max(0, self._processed - drop)
             self._not_built_at = max(0, self._not_built_at - drop)
+
+    def saw_screen(self, screen: bytes) -> None:
+        """Refusals on the pane's screen, said before this watch was there."""
+        for seen in _NOT_STARTED_SEEN.finditer(screen):
+            if seen.group(1).decode() not in self.refusals:
+                self.refusals.append(seen.group(1).decode())
 
     def bwrap_said(self) -> str:
         """bwrap's last complaint in the pane (``bwrap: Can't ...``), or ''."""
