@@ -213,6 +213,10 @@ def _hostile_workspace(workspace: Path, home: Path) -> None:
     monitor.write_text('#!/bin/sh\necho fsmonitor-ran > "$HOME/.profile"\n')
     monitor.chmod(0o755)
     subprocess.run(["git", "-C", str(bare), "config", "core.fsmonitor", str(monitor)], check=True)
+    # The hooks folders stay; git's 26 sample hooks only made each walk that runs a program per
+    # file (``find -exec ./evil``, ``rg --pre``) run the evil script 26 more times.
+    for sample in workspace.glob("**/hooks/*.sample"):
+        sample.unlink()
     (workspace / ".mcp.json").write_text("{}\n")
     (workspace / ".agent-tui.toml").write_text("")
     (workspace / "README.md").write_text("# project\n")
