@@ -22,6 +22,7 @@ from tests.sandbox_support import (
     planted_machine,
     snapshot,
 )
+from tests.test_orphans import kill_leftovers, marker, sleeps
 from tests.test_policy import ScriptedApprover
 from tests.test_tmux_tools import socket_name
 from tests.tmux_helpers import SHELL, clean_env, needs_tmux
@@ -305,3 +306,26 @@ async def test_a_pane_whose_sandbox_cannot_be_built_twice_says_why_at_once(
     assert len(looks) == 2, looks
     assert "could not be built, twice" in str(failed.value)
     assert "bwrap: " in str(failed.value)
+
+
+async def test_a_reused_sandboxed_pane_reports_only_what_a_command_left_running(
+    machine: Planted, socket_name: str, rig_factory: list[Rig]
+) -> None:
+    """The next agent in the pane hears of the background job the last one left, not of the
+    sandbox's walls around the shell, nor of the shell inside them."""
+    first = await rig_in(rig_factory, machine, socket_name, ApprovalMode.ASK)
+    mark = marker()
+    try:
+        await first.backend.run(f"sleep 6{mark} &", timeout=30)
+        left = await until(lambda: sleeps(mark), "the background sleep", 30)
+        await first.backend.close()
+        second = Rig(machine, first.sandbox, socket_name, ApprovalMode.ASK)
+        rig_factory.append(second)
+        notices = await second.backend.start()
+    finally:
+        kill_leftovers(mark)
+    (pid, command_line) = next(iter(left.items()))
+    assert [n for n in notices if n.startswith("still running")] == [
+        f"still running in the agent's pane {first.backend.default_pane} from before: "
+        f"{command_line} (pid {pid})"
+    ]

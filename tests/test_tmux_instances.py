@@ -175,6 +175,9 @@ async def test_a_killed_instances_session_and_jobs_are_swept_at_the_next_start(
     try:
         (swept,) = [n for n in target.notices if n.startswith("swept ")]
         assert f"pid {victim.pid}" in swept and f"sleep {marker}" in swept
+        # What the commands left, not the pane's own shell nor the sandbox's walls around it.
+        ran = swept.split("stopped what still ran there: ")[1].split(", ")
+        assert all(item.startswith(f"sleep {marker} (pid ") for item in ran), swept
         assert tagged_processes(f"sleep {marker}") == []
         assert left[0] not in sockets(base)
     finally:

@@ -82,6 +82,34 @@ def read(pid: int) -> Proc | None:
     return Proc(pid, stat[1], stat[2], stat[3], _command(pid))
 
 
+def sandbox_machinery(proc: Proc) -> bool:
+    """bubblewrap's own processes, and the one it started (pid 2 of its process namespace):
+    the walls around a pane's shell and that shell, not something a command left running."""
+    if _program(proc.command) == "bwrap":
+        return True
+    parent, inner = None, None
+    try:
+        with open(f"/proc/{proc.pid}/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"PPid:"):
+                    parent = int(line.split()[1])
+                elif line.startswith(b"NSpid:"):
+                    inner = int(line.split()[-1])
+    except (OSError, ValueError, IndexError):
+        return False
+    return inner == 2 and parent is not None and _program(_command(parent)) == "bwrap"
+
+
+def left_by_commands(found: list[Proc], shells: list[int]) -> list[Proc]:
+    """``found`` (in the sessions of the pane shells ``shells``) less the shells themselves
+    and the walls around them: what commands left running."""
+    return [proc for proc in found if proc.pid not in shells and not sandbox_machinery(proc)]
+
+
+def _program(command: str) -> str:
+    return os.path.basename(command.split(" ", 1)[0])
+
+
 def in_sessions(sids: Iterable[int], *, exclude: Iterable[int] = ()) -> list[Proc]:
     """Live processes whose session is one of ``sids``, in pid order, minus ``exclude``."""
     wanted = set(sids)

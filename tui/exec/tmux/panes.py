@@ -250,10 +250,11 @@ async def stop_started(base: Baseline, seen: list[procs.Proc]) -> str:
 
 
 async def left_running(pid: int | None) -> str | None:
-    """``sleep 300 (pid 1234), …`` still running in the shell's session; None when none."""
+    """``sleep 300 (pid 1234), …`` still running in the shell's session; None when none (the
+    sandbox's walls around the shell, and the shell inside them, are not counted)."""
     if pid is None:
         return None
-    found = await _others_in_session(pid)
+    found = await asyncio.to_thread(procs.left_by_commands, await _others_in_session(pid), [pid])
     return ", ".join(proc.describe() for proc in found) or None
 
 

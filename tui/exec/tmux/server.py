@@ -261,8 +261,9 @@ async def stop_panes(place: Place, sessions: list[str]) -> list[str]:
         return []
     if place.local:
         found = await asyncio.to_thread(procs.in_sessions, pids)
+        ran = await asyncio.to_thread(procs.left_by_commands, found, pids)
         await procs.stop(found, grace=KILL_GRACE)
-        return [proc.describe() for proc in found if proc.pid not in pids]
+        return [proc.describe() for proc in ran]
     return await _stop_remote(place.host, pids)
 
 
@@ -299,11 +300,10 @@ async def kill(
 
 
 async def _kill_server(place: Place, pid: int | None) -> None:
-    """``kill-server``; the server is gone before its socket file goes. tmux 3.3a's server,
-    told to end (or left with no session), waits for each client to take its exit, refusing
-    all connections meanwhile; the control client of a SIGKILLed agent-tui can linger and
-    never take it. Such a server lived on, its socket file removed, out of every sweep's
-    sight: it is killed if not ended in ``SERVER_END_WAIT`` s (its client then ends too)."""
+    """``kill-server``; the server is gone before its socket file goes. tmux 3.3a's server, told
+    to end (or left with no session), waits for each client to take its exit, refusing all
+    connections meanwhile; a SIGKILLed agent-tui's control client can linger and never take it:
+    the server is killed if not ended in ``SERVER_END_WAIT`` s (its client then ends too)."""
     if not place.local:
         await place.host.run(_remote_kill_server(place, pid), timeout=30, confinement=OWN_COMMAND)
         return
