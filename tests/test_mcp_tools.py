@@ -17,11 +17,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import mcp_types
 import pytest
 
 from tests.conftest import Harness, make_harness
-from tests.mcp_servers.http_app import serve_http
 from tests.waiting import until
 from tui.config import McpServerSettings
 from tui.events import Event, Notice, ToolCallStarted
@@ -490,6 +488,8 @@ async def test_stopping_cancels_a_relist_in_flight(
 
 @pytest.fixture
 def http_url() -> Iterator[str]:
+    from tests.mcp_servers.http_app import serve_http  # the server's libraries: only when used
+
     with serve_http() as url:
         yield url
 
@@ -664,6 +664,8 @@ def test_describe_states_without_servers() -> None:
 
 
 def test_text_beside_images_is_bounded() -> None:
+    import mcp_types
+
     image = mcp_types.ImageContent(type="image", data="aGk=", mime_type="image/png")
     long_text = mcp_types.TextContent(type="text", text="x" * 20000)
     result = convert_result(

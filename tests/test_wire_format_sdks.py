@@ -12,16 +12,18 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import anthropic
-import openai
 import pytest
 
 from tests.scripted_server import ScriptedServer
 from tui.agent.providers.anthropic import AnthropicProvider
 from tui.agent.providers.base import Completed, Message, Provider, ToolCall, ToolCallDelta
 from tui.agent.providers.openai import OpenAIProvider
+
+if TYPE_CHECKING:  # the SDKs are imported by the tests that use them: collection stays light
+    import anthropic
+    import openai
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -72,6 +74,8 @@ def server() -> Iterator[ScriptedServer]:
 
 @pytest.fixture
 async def openai_client(server: ScriptedServer) -> AsyncIterator[openai.AsyncOpenAI]:
+    import openai
+
     client = openai.AsyncOpenAI(
         api_key="sdk-key", base_url=server.openai_base_url, max_retries=0, timeout=TIMEOUT
     )
@@ -81,6 +85,8 @@ async def openai_client(server: ScriptedServer) -> AsyncIterator[openai.AsyncOpe
 
 @pytest.fixture
 async def anthropic_client(server: ScriptedServer) -> AsyncIterator[anthropic.AsyncAnthropic]:
+    import anthropic
+
     client = anthropic.AsyncAnthropic(
         api_key="sdk-key", base_url=server.base_url, max_retries=0, timeout=TIMEOUT
     )
@@ -198,6 +204,8 @@ async def test_openai_sdk_reads_the_json_answer(
 async def test_openai_sdk_reads_error_statuses(
     server: ScriptedServer, openai_client: openai.AsyncOpenAI
 ) -> None:
+    import openai
+
     server.add({"status": 500, "message": "boom"}, {"status": 429, "retry_after": 7})
     with pytest.raises(openai.InternalServerError) as server_error:
         await openai_client.chat.completions.create(
@@ -220,6 +228,8 @@ async def test_openai_sdk_reads_error_statuses(
 async def test_openai_sdk_reads_an_error_chunk(
     server: ScriptedServer, openai_client: openai.AsyncOpenAI
 ) -> None:
+    import openai
+
     server.add({"stream_error": {"type": "server_error", "message": "died"}, "after_events": 2})
     stream = await openai_client.chat.completions.create(
         model="m", messages=[{"role": "user", "content": "hi"}], stream=True
@@ -294,6 +304,8 @@ async def test_anthropic_sdk_reads_the_json_answer(
 async def test_anthropic_sdk_reads_error_statuses(
     server: ScriptedServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
+    import anthropic
+
     server.add({"status": 529, "message": "Overloaded"}, {"status": 401})
     with pytest.raises(anthropic.APIStatusError) as overloaded:
         await anthropic_client.messages.create(
@@ -313,6 +325,8 @@ async def test_anthropic_sdk_reads_error_statuses(
 async def test_anthropic_sdk_reads_an_error_event(
     server: ScriptedServer, anthropic_client: anthropic.AsyncAnthropic
 ) -> None:
+    import anthropic
+
     server.add(
         {"stream_error": {"type": "overloaded_error", "message": "Overloaded"}, "after_events": 4}
     )
@@ -500,6 +514,7 @@ async def test_openai_sdk_reads_the_responses_full_window_refusals() -> None:
     window of this model", openai/codex #4441, #2921). The SDK's ``ResponseError.code`` enum
     does not list that code yet, so the event is validated with a listed code in its place:
     every other field must be the SDK's. Not streamed: the SDK's ``BadRequestError``."""
+    import openai
     from openai.types.responses import ResponseStreamEvent
     from pydantic import TypeAdapter
 
