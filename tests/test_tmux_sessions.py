@@ -8,9 +8,12 @@ No test sleeps to synchronise: each waits for the state it expects, with a deadl
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
+import signal
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -182,6 +185,49 @@ async def test_a_kept_session_survives_and_is_reattached(
     (notice,) = [n for n in again.notices if "re-attached" in n]
     assert notice.startswith(f"re-attached the kept session {backend.default_session} from ")
     assert await shell_line(again, "echo $ATUI_KEPT") == "yes"
+
+
+async def test_a_kept_session_of_a_killed_agent_is_reattached_though_its_client_lingers(
+    open_tmux: OpenTarget, socket_name: str, workspace: Path
+) -> None:
+    """A SIGKILLed agent-tui's control client can linger attached (here: stopped, so it
+    certainly does); the session it kept is still taken back by the next start here."""
+    script = (
+        "import asyncio, os, signal, sys\n"
+        "from pathlib import Path\n"
+        "from tui.config import Settings, TmuxSettings\n"
+        "from tui.exec import procs\n"
+        "from tui.targets import TargetChoice, open_target\n"
+        "async def main():\n"
+        f"    settings = Settings(tmux=TmuxSettings(socket_name={socket_name!r}, "
+        "keep_session=True))\n"
+        "    t = await open_target(TargetChoice(tmux=True), settings, "
+        f"Path({str(workspace)!r}), interactive=True)\n"
+        "    await t.backend.run('export ATUI_KEPT=yes', timeout=30)\n"
+        "    me = os.getpid()\n"
+        "    for name in os.listdir('/proc'):\n"  # its tmux control client: stopped for good
+        "        proc = procs.read(int(name)) if name.isdigit() else None\n"
+        "        if proc and ' -C ' in proc.command and open(f'/proc/{name}/stat').read()"
+        ".rsplit(')', 1)[1].split()[1] == str(me):\n"
+        "            os.kill(proc.pid, signal.SIGSTOP); print(proc.pid, flush=True)\n"
+        "    os.kill(me, signal.SIGKILL)\n"
+        "asyncio.run(main())\n"
+    )
+    repo = Path(__file__).resolve().parents[1]
+    victim = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, cwd=repo, env=clean_env(), stdout=subprocess.PIPE
+    )
+    out, _ = await victim.communicate()
+    clients = [int(line) for line in out.split()]
+    assert clients, "the killed agent-tui had a control client"
+    try:
+        again = await open_tmux(workspace)
+        assert len([n for n in again.notices if "re-attached" in n]) == 1, again.notices
+        assert await shell_line(again, "echo $ATUI_KEPT") == "yes"
+    finally:
+        for pid in clients:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 async def test_keep_session_setting_keeps_it(

@@ -127,7 +127,7 @@ async def choose_session(
 def _kept_choice(sessions: list[ServerSession], owner: str, workspace: str) -> Choice | None:
     """The newest kept session of ours for ``workspace`` that nobody holds, to take back."""
     for info in sorted(sessions, key=lambda s: s.created, reverse=True):
-        if info.owner == owner and info.workspace == workspace and info.kept and not info.held:
+        if info.owner == owner and info.workspace == workspace and info.kept and not _held(info):
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.created))
             notice = (
                 f"re-attached the kept session {info.name} from {when} (its shell, "
@@ -136,6 +136,12 @@ def _kept_choice(sessions: list[ServerSession], owner: str, workspace: str) -> C
             )
             return Choice(info.name, reattached=True, notice=notice)
     return None
+
+
+def _held(info: ServerSession) -> bool:
+    """An agent-tui holds the session: a control client is attached and the agent-tui that
+    marked it last is not known to be gone (a SIGKILLed one's client can linger attached)."""
+    return info.held and (info.agent is None or info.agent.alive() is not False)
 
 
 async def survey(host: ExecutionBackend, base: str, env: Mapping[str, str] | None) -> list[Server]:
