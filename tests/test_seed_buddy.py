@@ -20,6 +20,7 @@ from tests.conftest import METADATA_TOOLS, Harness, make_harness
 from tests.test_policy import ScriptedApprover
 from tests.test_tmux_tools import tmux_backend
 from tests.tmux_helpers import kill_server, needs_tmux, new_socket_name, tmux
+from tests.waiting import until
 from tui.events import ApprovalAnswer
 from tui.exec.tmux.backend import TmuxBackend
 from tui.security.permissions import ApprovalMode
@@ -157,9 +158,19 @@ async def test_buddy_capture_alternate_screen_inactive_falls_back_with_notice(
 
 
 async def test_buddy_capture_polling_an_unchanged_pane_is_deduplicated(
-    tmux_harness: Harness,
+    tmux_harness: Harness, socket_name: str
 ) -> None:
     await call(tmux_harness, "run_shell", {"command": "echo first", **META, "why": "x"})
+    pane = shared_pane(tmux_harness)
+
+    async def prompt_back() -> bool:
+        """The next prompt is on the screen (it may follow the command's end a moment later,
+        and a screen that changes between two polls is rightly not "unchanged")."""
+        screen = await tmux(socket_name, "capture-pane", "-p", "-t", pane)
+        rows = [row for row in screen.splitlines() if row.strip()]
+        return len(rows) >= 2 and rows[-2] == "first"
+
+    await until(prompt_back, "the prompt after the command")
     first = await call(tmux_harness, "tmux_capture_pane", {"why": "poll"})
     assert "first" in first.text
     # Same pane and range (Buddy's key leaves out why and delay): the notice, not the screen.
