@@ -97,6 +97,8 @@ class _Start:
     walls: Confinement
     cwd: str | None
     status: str
+    at: float = 0.0
+    """When it was made (``time.monotonic``): a remote start is forgotten after a while."""
 
 
 def login_shell() -> list[str]:
@@ -167,7 +169,11 @@ class PaneShells:
                 argv, walls, cwd=cwd, terminal=True, status_fd=STATUS_FD if nonce else None
             )
             if nonce is not None:
-                self._remote_starts[nonce] = _Start(walls, cwd, "")
+                now = time.monotonic()
+                for old, start in list(self._remote_starts.items()):
+                    if now - start.at > REMOTE_START_KEPT:  # that pane started, or is gone
+                        del self._remote_starts[old]
+                self._remote_starts[nonce] = _Start(walls, cwd, "", now)
             # The host's login shell may be any (fish …): the covering loop is POSIX sh.
             line = await self.sandbox.shell_line(wrapped, nonce, pane=True)
             return "exec /bin/sh -c " + shlex.quote(line)
@@ -367,6 +373,9 @@ class PaneShells:
 
 SETUP_TIMEOUT = 15.0
 """Seconds for a new pane's shell to start and answer the set-up line (slow rc files)."""
+REMOTE_START_KEPT = 2 * SETUP_TIMEOUT + 30.0
+"""Seconds a remote pane's start is remembered: longer than its set-up (twice, with a start
+again between) and than a refused pane is held (``exec sleep 30``)."""
 
 
 class NotBuilt(Exception):
