@@ -153,6 +153,9 @@ class FakeTmuxPane(LocalBackend):
     def add_use_listener(self, listener: Callable[[str], None]) -> Callable[[], None]:
         return lambda: None
 
+    def add_gone_listener(self, listener: Callable[[str, str], None]) -> Callable[[], None]:
+        return lambda: None
+
     async def list_sessions(self) -> list[SessionInfo]:
         return []
 

@@ -24,6 +24,7 @@ from tests.tmux_helpers import (
     tmux,
     tmux_backends,
 )
+from tests.waiting import until
 from tui.events import Event, PaneSnapshot
 from tui.exec.backend import BackendError
 from tui.exec.tmux.backend import TmuxBackend
@@ -441,6 +442,38 @@ async def test_mirror_publishes_coloured_frames_of_the_last_used_pane(
                 await backend.send_input(pane_id, typed.encode() + b"\r")
             async with asyncio.timeout(DEADLINE):
                 await seen.wait()
+    finally:
+        await mirror.close()
+
+
+async def test_mirror_says_when_its_pane_went_with_the_tmux_server(
+    make_backend: MakeBackend, socket_name: str
+) -> None:
+    """The server killed under the agent: the mirror is told its pane is gone (and why), and
+    the agent's next command's fresh pane is mirrored again."""
+    backend = make_backend()
+    frames: list[PaneSnapshot] = []
+
+    def publish(event: Event) -> None:
+        assert isinstance(event, PaneSnapshot)
+        frames.append(event)
+
+    mirror = PaneMirror(backend, publish)
+    await mirror.start()
+    try:
+        await backend.run("echo before", timeout=DEADLINE)
+        pane = mirror.pane_id
+        await tmux(socket_name, "kill-server")
+        gone = await until(lambda: [f for f in frames if f.gone], "the gone frame", DEADLINE)
+        assert gone[0].pane_id == pane and "tmux session or server ended" in (gone[0].gone or "")
+        assert gone[0].lines == []
+        frames.clear()
+        await backend.run("echo after", timeout=DEADLINE)
+        await until(
+            lambda: any("after" in line for f in frames if not f.gone for line in f.lines),
+            "a frame of the fresh pane",
+            DEADLINE,
+        )
     finally:
         await mirror.close()
 

@@ -501,6 +501,51 @@ async def test_take_over_a_real_tmux_pane(workspace: Path) -> None:
         kill_server(socket)
 
 
+async def test_the_mirror_says_its_pane_went_with_the_tmux_server(workspace: Path) -> None:
+    """The agent's tmux server killed while the person holds its pane: the take-over ends, the
+    last frame stays under "pane gone" and why, until the next command's fresh pane shows."""
+    from tests.tmux_helpers import SHELL, clean_env, kill_server, new_socket_name, tmux
+    from tui.exec.tmux.backend import TmuxBackend
+    from tui.ui.mirror.pane import MirrorPanel
+
+    socket = new_socket_name()
+    backend = TmuxBackend(
+        LocalBackend(default_cwd=str(workspace)),
+        socket_name=socket,
+        shell=SHELL,
+        config="/dev/null",
+        default_cwd=str(workspace),
+        env=clean_env(),
+        width=80,
+        height=20,
+    )
+    app = app_for(make_session(workspace, None, backend=backend))
+
+    def screen_has(text: str) -> bool:
+        frame = app.query_one(PaneMirror).frame
+        return frame is not None and any(text in line for line in frame.lines)
+
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            panel = app.query_one(MirrorPanel)
+            await send(pilot, app, "!echo agent-$((20+1))")
+            await until(pilot, lambda: screen_has("agent-21"), "the agent's output in the mirror")
+            await pilot.press("ctrl+t")
+            assert app.panes.holding
+            await tmux(socket, "kill-server")
+            await until(pilot, lambda: panel.gone is not None, "the mirror to hear of it")
+            assert "tmux session or server ended" in (panel.gone or "")
+            assert panel.has_class("-gone")
+            assert "pane gone" in str(panel.border_subtitle)
+            assert not app.panes.holding and screen_has("agent-21")  # the last frame stays
+            await send(pilot, app, "!echo fresh-$((40+2))")
+            await until(pilot, lambda: screen_has("fresh-42"), "the fresh pane in the mirror")
+            assert panel.gone is None and "pane gone" not in str(panel.border_subtitle)
+    finally:
+        await backend.close()
+        kill_server(socket)
+
+
 # -- grants, auto-approve, no provider, ! commands -----------------------------------------
 
 

@@ -394,6 +394,9 @@ class PaneSnapshot(Event):
     sandbox: str | None = None
     """Which sandbox the pane's shell runs in (``sandbox: read-only, no network``,
     ``OUTSIDE the sandbox``); None where agent-tui has no sandbox on that target."""
+    gone: str | None = None
+    """Why the pane is no more (its session or tmux server went away); no ``lines`` then: the
+    mirror keeps the last frame it had and says so."""
 
 
 class FleetHostState(Event):

@@ -314,6 +314,11 @@ class TmuxPane(Protocol):
         """Call ``listener(pane_id)`` whenever the agent acts on another pane; the remover."""
         ...
 
+    def add_gone_listener(self, listener: Callable[[str, str], None]) -> Callable[[], None]:
+        """Call ``listener(pane_id, why)`` when a pane goes with its session or tmux server;
+        the remover."""
+        ...
+
     # -- the sessions and panes the tools manage --------------------------------------------
 
     async def list_sessions(self) -> list[SessionInfo]:

@@ -101,6 +101,24 @@ class PaneControl:
             if (frame.width, frame.height) != mirror.inner_size():
                 self.fit()
 
+    def gone(self, pane_id: str, why: str) -> None:
+        """The followed pane went with its session or server: its last frame stays, marked,
+        until the next pane's first frame; a take-over of it ends."""
+        if pane_id != self.target:
+            return
+        if self.holding:
+            self.release(
+                f"tmux {pane_id}, which you held, is gone ({why}); the agent's next command "
+                "starts a fresh pane"
+            )
+        else:
+            self.host.chat.add_notice(
+                f"the agent's tmux pane {pane_id} is gone ({why}); its next command starts a "
+                "fresh one",
+                level="warning",
+            )
+        self.host.mirror.set_gone(why)
+
     def focus_host(self, host: str | None) -> None:
         """Follow ``host``'s panes from now on (a fleet; None: the default target's)."""
         if host == self.fleet_host:
@@ -154,7 +172,8 @@ class PaneControl:
             level="warning",
         )
 
-    def release(self) -> None:
+    def release(self, said: str | None = None) -> None:
+        """Give the keyboard back; ``said``: what the chat says instead of the usual line."""
         if not self.holding:
             return
         host = self.host
@@ -162,7 +181,7 @@ class PaneControl:
         host.refresh_bindings()
         host.mirror.set_holding(False)
         host.status.set(holding_pane=False)
-        host.chat.add_notice(f"the agent has the keyboard of tmux {self.target} again")
+        host.chat.add_notice(said or f"the agent has the keyboard of tmux {self.target} again")
         host.prompt.focus()
 
     def typed(self, keys: list[Typed]) -> None:

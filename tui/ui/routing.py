@@ -101,7 +101,13 @@ class EventRouter:
 
     def _pane_snapshot(self, event: PaneSnapshot) -> None:
         # Keyed by where the pane lives too: two hosts of a fleet both have a %0.
-        self._snapshots[(event.actor.split("/tmux", 1)[0], event.pane_id)] = event
+        key = (event.actor.split("/tmux", 1)[0], event.pane_id)
+        if event.gone is None:
+            self._snapshots[key] = event
+            return
+        self._snapshots.pop(key, None)  # a frame taken before it went is no longer true
+        if self.fleet is None or self.fleet.follows(event.actor):
+            self.panes.gone(event.pane_id, event.gone)
 
     def _fleet_host(self, event: FleetHostState) -> None:
         if self.fleet is not None:

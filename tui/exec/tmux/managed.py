@@ -103,7 +103,7 @@ class ManagedPanes(SharedShell):
         await primary.command(f"kill-session -t {quote(f'={session}:')}")
         if client is not None:
             await client.close()
-        self._panes.forget_session(session, "its session was killed")
+        self._forget_session(session, "its session was killed")
         return session
 
     async def create_pane(

@@ -60,12 +60,15 @@ class PaneMirror:
         self._pump: asyncio.Task[None] | None = None
         self._remove_output: Callable[[], None] | None = None
         self._remove_use: Callable[[], None] | None = None
+        self._remove_gone: Callable[[], None] | None = None
         self._closed = False
 
     async def start(self, pane_id: str | None = None) -> None:
         """Mirror ``pane_id`` (default: the agent's last pane, else the shared one)."""
         if self.follow_agent and self._remove_use is None:
             self._remove_use = self.backend.add_use_listener(self.follow)
+        if self._remove_gone is None:
+            self._remove_gone = self.backend.add_gone_listener(self._on_gone)
         if pane_id is None:
             pane_id = self.backend.last_pane or self.backend.default_pane
         if pane_id is None:
@@ -92,6 +95,21 @@ class PaneMirror:
 
     def _on_output(self, data: bytes) -> None:
         self._dirty.set()
+
+    def _on_gone(self, pane_id: str, why: str) -> None:
+        """The followed pane went with its session or server: the mirror is told (it keeps
+        its last frame), and keeps listening: the next pane may well take the same id."""
+        if pane_id != self.pane_id or self._closed:
+            return
+        self.publish(
+            PaneSnapshot(
+                pane_id=pane_id,
+                actor=self.backend.pane_actor(pane_id),
+                sandbox=self.backend.sandbox_label(pane_id),
+                gone=why,
+                loop_id=self.loop_id,
+            )
+        )
 
     async def _run(self) -> None:
         while not self._closed:
@@ -131,8 +149,9 @@ class PaneMirror:
 
     async def close(self) -> None:
         self._closed = True
-        if self._remove_use is not None:
-            self._remove_use()
+        for remove in (self._remove_use, self._remove_gone):
+            if remove is not None:
+                remove()
         if self._remove_output is not None:
             self._remove_output()
         if self._pump is not None:

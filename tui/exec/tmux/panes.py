@@ -394,6 +394,10 @@ class PaneRegistry:
     def pop(self, pane_id: str) -> ManagedPane | None:
         return self._panes.pop(pane_id, None)
 
+    def session_panes(self, session: str) -> list[str]:
+        """The ids of ``session``'s panes."""
+        return [pane.pane_id for pane in self._panes.values() if pane.session == session]
+
     def forget_session(self, session: str, reason: str) -> None:
         """Fail the jobs of ``session``'s panes with ``reason`` and forget those panes."""
         for pane in [p for p in self._panes.values() if p.session == session]:

@@ -150,6 +150,7 @@ class SharedShell(ExecutionBackend):
         self._last_pane: str | None = None
         self._output_listeners: dict[str, list[Callable[[bytes], None]]] = {}
         self._use_listeners: list[Callable[[str], None]] = []
+        self._gone_listeners: list[Callable[[str, str], None]] = []
         self._background: set[asyncio.Future[None]] = set()
 
     # -- who and where ---------------------------------------------------------------------
@@ -232,6 +233,28 @@ class SharedShell(ExecutionBackend):
 
         return remove
 
+    def add_gone_listener(self, listener: Callable[[str, str], None]) -> Callable[[], None]:
+        """Call ``listener(pane_id, why)`` when a pane goes with its session or server."""
+        self._gone_listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._gone_listeners:
+                self._gone_listeners.remove(listener)
+
+        return remove
+
+    def _forget_session(self, session: str, why: str) -> None:
+        """``session``'s panes are gone: their jobs fail with ``why``, and the gone listeners
+        (the mirror) hear of each."""
+        gone = self._panes.session_panes(session)
+        self._panes.forget_session(session, why)
+        for pane_id in gone:
+            for listener in list(self._gone_listeners):
+                try:
+                    listener(pane_id, why)
+                except Exception:
+                    log.exception("pane-gone listener failed")
+
     def _mark_used(self, pane_id: str) -> None:
         """The agent acted on ``pane_id``: tell the use listeners if that is a change."""
         changed = pane_id != self._last_pane
@@ -248,7 +271,9 @@ class SharedShell(ExecutionBackend):
             if self._clients.open_client(session) is not None:
                 return  # an older client of a session we have reconnected to
             self._clients.pop(session)
-            self._panes.forget_session(session, f"tmux went away ({args or 'client exited'})")
+            self._forget_session(
+                session, f"tmux went away: {args}" if args else "its tmux session or server ended"
+            )
         elif name in ("window-close", "unlinked-window-close", "layout-change"):
             self._panes.check_closed(self._clients.open_client)
 

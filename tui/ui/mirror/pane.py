@@ -208,6 +208,8 @@ class MirrorPanel(Vertical):
         self.unavailable: str | None = None
         self.note: str | None = None
         """Said after the title (a fleet's focused host)."""
+        self.gone: str | None = None
+        """Why the pane shown is no more (its last frame stays until the next one's)."""
 
     def compose(self) -> ComposeResult:
         yield self.placeholder
@@ -234,8 +236,16 @@ class MirrorPanel(Vertical):
 
     def show(self, frame: PaneFrame) -> list[int]:
         changed = self.mirror.show(frame)
+        self.gone = None
+        self.set_class(False, "-gone")
         self._refresh_frame_titles()
         return changed
+
+    def set_gone(self, why: str) -> None:
+        """The pane shown went with its session or server: say so under its last frame."""
+        self.gone = why
+        self.set_class(True, "-gone")
+        self._refresh_frame_titles()
 
     def set_holding(self, holding: bool) -> None:
         self.mirror.holding = holding
@@ -281,7 +291,12 @@ class MirrorPanel(Vertical):
             f"tmux {escape(frame.pane_id)} · {walls}{escape(frame.actor)} · "
             f"{frame.width}\u00d7{frame.height}"
         ) + (f" · {escape(self.note)}" if self.note else "")
-        if self.mirror.holding:
+        if self.gone is not None:
+            self.border_subtitle = (
+                f"[b $warning]pane gone[/] · the next command starts a fresh one · "
+                f"{escape(self.gone)}"
+            )
+        elif self.mirror.holding:
             self.border_subtitle = "[b]YOU have the keyboard[/b] · ctrl+] gives it back"
         else:
             self.border_subtitle = "agent has the keyboard · ctrl+t takes it"
