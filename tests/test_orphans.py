@@ -212,10 +212,14 @@ async def test_a_reused_pane_reports_what_still_runs_there(
         notices = await make_tmux().start()
     finally:
         kill_leftovers(mark)
-    (pid, command_line) = next(iter(left.items()))
+    said_still_running(notices, first.default_pane, left)
+
+
+def said_still_running(notices: list[str], pane: str | None, left: dict[int, str]) -> None:
+    """The one notice of what still runs in ``pane`` names the one process ``left``."""
+    ((pid, command_line),) = left.items()
     assert [n for n in notices if n.startswith("still running")] == [
-        f"still running in the agent's pane {first.default_pane} from before: "
-        f"{command_line} (pid {pid})"
+        f"still running in the agent's pane {pane} from before: {command_line} (pid {pid})"
     ]
 
 

@@ -245,12 +245,12 @@ async def test_a_host_without_bwrap_says_the_rater_decides(
         await backend.close()
 
 
-def pane_backend(host: SSHBackend, remote: RemoteMachine) -> TmuxBackend:
+def pane_backend(host: SSHBackend, remote: RemoteMachine, shell: str = SHELL) -> TmuxBackend:
     """The host's tmux panes, each shell started inside ``host``'s sandbox."""
     return TmuxBackend(
         host,
         socket_name=f"atui-sb-{secrets.token_hex(3)}",
-        shell=SHELL,
+        shell=shell,
         owner="atui-test",
         config="/dev/null",
         default_cwd=remote.workspace,
@@ -332,13 +332,8 @@ async def test_a_remote_pane_whose_shell_prints_a_refusal_is_not_started_again(
     assert isinstance(host.sandbox, RemoteSandbox)
     host.sandbox.approval_mode = lambda: ApprovalMode.ASK
     fake = "agent-tui 0123456789abcdef0123456789abcdef: bubblewrap did not start the command"
-    backend = TmuxBackend(
-        host,
-        socket_name=f"atui-sb-{secrets.token_hex(3)}",
-        shell=f"sh -c {shlex.quote(f'echo {shlex.quote(fake)}; exec {SHELL}')}",
-        owner="atui-test",
-        config="/dev/null",
-        default_cwd=remote.workspace,
+    backend = pane_backend(
+        host, remote, f"sh -c {shlex.quote(f'echo {shlex.quote(fake)}; exec {SHELL}')}"
     )
     try:
         await backend.start()

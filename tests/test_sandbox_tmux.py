@@ -22,7 +22,7 @@ from tests.sandbox_support import (
     planted_machine,
     snapshot,
 )
-from tests.test_orphans import kill_leftovers, marker, sleeps
+from tests.test_orphans import kill_leftovers, marker, said_still_running, sleeps
 from tests.test_policy import ScriptedApprover
 from tests.test_tmux_tools import socket_name
 from tests.tmux_helpers import SHELL, clean_env, needs_tmux
@@ -324,8 +324,4 @@ async def test_a_reused_sandboxed_pane_reports_only_what_a_command_left_running(
         notices = await second.backend.start()
     finally:
         kill_leftovers(mark)
-    (pid, command_line) = next(iter(left.items()))
-    assert [n for n in notices if n.startswith("still running")] == [
-        f"still running in the agent's pane {first.backend.default_pane} from before: "
-        f"{command_line} (pid {pid})"
-    ]
+    said_still_running(notices, first.backend.default_pane, left)

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from textual import events
 from textual._xterm_parser import XTermParser
 
+from tests.test_tmux_tools import tmux_backend
 from tests.tmux_helpers import (
     SHELL,
-    clean_env,
     kill_server,
     needs_tmux,
     new_socket_name,
@@ -293,20 +293,10 @@ async def test_the_apps_take_over_types_what_the_person_typed(workspace: Path, s
     """Ctrl+T, then keys one by one, a fast burst and a paste: the pane's ``cat`` gets them all."""
     from tests.test_ui_app import app_for, make_session, send
     from tests.test_ui_app import until as ui_until
-    from tui.exec.local import LocalBackend
     from tui.ui.mirror.pane import PaneMirror
 
     socket = new_socket_name()
-    backend = TmuxBackend(
-        LocalBackend(default_cwd=str(workspace)),
-        socket_name=socket,
-        shell=shell,
-        config="/dev/null",
-        default_cwd=str(workspace),
-        env=clean_env(),
-        width=80,
-        height=20,
-    )
+    backend = tmux_backend(socket, workspace, shell=shell, width=80, height=20)
     app = app_for(make_session(workspace, None, backend=backend))
     out = workspace / "typed.txt"
     reported = "a ; b | & $ \" ' { # ~ z"

@@ -56,15 +56,19 @@ def socket_name() -> Iterator[str]:
 
 
 def tmux_backend(socket_name: str, workspace: Path, **kwargs: object) -> TmuxBackend:
+    """A local tmux backend on a private socket, in ``workspace`` (``kwargs`` override)."""
+    options: dict[str, object] = {
+        "shell": SHELL,
+        "owner": "atui-test",
+        "config": "/dev/null",
+        "default_cwd": str(workspace),
+        "env": clean_env(),
+    }
+    options.update(kwargs)
     return TmuxBackend(
         LocalBackend(default_cwd=str(workspace)),
         socket_name=socket_name,
-        shell=SHELL,
-        owner="atui-test",
-        config="/dev/null",
-        default_cwd=str(workspace),
-        env=clean_env(),
-        **kwargs,  # type: ignore[arg-type]
+        **options,  # type: ignore[arg-type]
     )
 
 

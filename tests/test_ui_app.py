@@ -22,10 +22,10 @@ from tests import waiting
 from tests.conftest import with_metadata
 from tests.fake_tmux_pane import FakeTmuxPane
 from tests.scripted_server import ScriptedServer
+from tests.test_tmux_tools import tmux_backend
 from tui.config import load_settings
 from tui.events import Event
 from tui.exec.backend import BackendError
-from tui.exec.local import LocalBackend
 from tui.exec.tmux_pane import TypedKind
 from tui.security.rules import Rule
 from tui.session import AgentSession
@@ -459,33 +459,25 @@ async def test_take_over_without_tmux_says_why(workspace: Path) -> None:
         assert app.mirror.unavailable == "no tmux pane: the backend is local"
 
 
+def mirror_shows(app: AgentApp, text: str) -> bool:
+    """The mirror's frame has ``text`` on some row."""
+    frame = app.query_one(PaneMirror).frame
+    return frame is not None and any(text in line for line in frame.lines)
+
+
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 async def test_take_over_a_real_tmux_pane(workspace: Path) -> None:
     """The agent's own pane: a command runs in it, the person takes it, types, gives it back."""
-    from tests.tmux_helpers import SHELL, clean_env, kill_server, new_socket_name
-    from tui.exec.tmux.backend import TmuxBackend
+    from tests.tmux_helpers import kill_server, new_socket_name
 
     socket = new_socket_name()
-    backend = TmuxBackend(
-        LocalBackend(default_cwd=str(workspace)),
-        socket_name=socket,
-        shell=SHELL,
-        config="/dev/null",
-        default_cwd=str(workspace),
-        env=clean_env(),
-        width=80,
-        height=20,
-    )
+    backend = tmux_backend(socket, workspace, width=80, height=20)
     app = app_for(make_session(workspace, None, backend=backend))
-
-    def screen_has(text: str) -> bool:
-        frame = app.query_one(PaneMirror).frame
-        return frame is not None and any(text in line for line in frame.lines)
 
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             await send(pilot, app, "!echo agent-$((20+1))")
-            await until(pilot, lambda: screen_has("agent-21"), "the agent's output in the mirror")
+            await until(pilot, lambda: mirror_shows(app, "agent-21"), "the agent's output")
             (state,) = [b.state for b in app.tools.blocks.values()]
             await until(pilot, lambda: state.finished, "the command")
             assert state.output_text().strip() == "agent-21" and "tmux" in (state.actor or "")
@@ -493,7 +485,7 @@ async def test_take_over_a_real_tmux_pane(workspace: Path) -> None:
             await pilot.press("ctrl+t")
             assert app.panes.holding
             await pilot.press(*"echo person-$((6*7))", "enter")
-            await until(pilot, lambda: screen_has("person-42"), "the person's command")
+            await until(pilot, lambda: mirror_shows(app, "person-42"), "the person's command")
             await pilot.press("ctrl+right_square_bracket")
             assert not app.panes.holding and app.prompt.has_focus
     finally:
@@ -501,35 +493,22 @@ async def test_take_over_a_real_tmux_pane(workspace: Path) -> None:
         kill_server(socket)
 
 
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 async def test_the_mirror_says_its_pane_went_with_the_tmux_server(workspace: Path) -> None:
     """The agent's tmux server killed while the person holds its pane: the take-over ends, the
     last frame stays under "pane gone" and why, until the next command's fresh pane shows."""
-    from tests.tmux_helpers import SHELL, clean_env, kill_server, new_socket_name, tmux
-    from tui.exec.tmux.backend import TmuxBackend
+    from tests.tmux_helpers import kill_server, new_socket_name, tmux
     from tui.ui.mirror.pane import MirrorPanel
 
     socket = new_socket_name()
-    backend = TmuxBackend(
-        LocalBackend(default_cwd=str(workspace)),
-        socket_name=socket,
-        shell=SHELL,
-        config="/dev/null",
-        default_cwd=str(workspace),
-        env=clean_env(),
-        width=80,
-        height=20,
-    )
+    backend = tmux_backend(socket, workspace, width=80, height=20)
     app = app_for(make_session(workspace, None, backend=backend))
-
-    def screen_has(text: str) -> bool:
-        frame = app.query_one(PaneMirror).frame
-        return frame is not None and any(text in line for line in frame.lines)
 
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             panel = app.query_one(MirrorPanel)
             await send(pilot, app, "!echo agent-$((20+1))")
-            await until(pilot, lambda: screen_has("agent-21"), "the agent's output in the mirror")
+            await until(pilot, lambda: mirror_shows(app, "agent-21"), "the agent's output")
             await pilot.press("ctrl+t")
             assert app.panes.holding
             await tmux(socket, "kill-server")
@@ -537,9 +516,9 @@ async def test_the_mirror_says_its_pane_went_with_the_tmux_server(workspace: Pat
             assert "tmux session or server ended" in (panel.gone or "")
             assert panel.has_class("-gone")
             assert "pane gone" in str(panel.border_subtitle)
-            assert not app.panes.holding and screen_has("agent-21")  # the last frame stays
+            assert not app.panes.holding and mirror_shows(app, "agent-21")  # the last frame stays
             await send(pilot, app, "!echo fresh-$((40+2))")
-            await until(pilot, lambda: screen_has("fresh-42"), "the fresh pane in the mirror")
+            await until(pilot, lambda: mirror_shows(app, "fresh-42"), "the fresh pane")
             assert panel.gone is None and "pane gone" not in str(panel.border_subtitle)
     finally:
         await backend.close()

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_tmux_tools import tmux_backend
 from tests.test_ui_app import app_for, make_session, send, until
-from tests.tmux_helpers import SHELL, clean_env, kill_server, new_socket_name, tmux
-from tui.exec.local import LocalBackend
+from tests.tmux_helpers import kill_server, new_socket_name, tmux
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux"),
@@ -24,17 +24,9 @@ pytestmark = [
 
 
 async def test_the_pane_follows_the_mirror_and_the_zoom(workspace: Path) -> None:
-    from tui.exec.tmux.backend import TmuxBackend
 
     socket = new_socket_name()
-    backend = TmuxBackend(
-        LocalBackend(default_cwd=str(workspace)),
-        socket_name=socket,
-        shell=SHELL,
-        config="/dev/null",
-        default_cwd=str(workspace),
-        env=clean_env(),
-    )
+    backend = tmux_backend(socket, workspace)
     app = app_for(make_session(workspace, None, backend=backend))
     pane_sizes: list[str] = []
 
