@@ -3,6 +3,7 @@ host's own bubblewrap (unprivileged there: user namespaces), its own secret plac
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import shlex
 from collections.abc import AsyncIterator, Callable
@@ -245,9 +246,15 @@ async def test_a_host_without_bwrap_says_the_rater_decides(
         await backend.close()
 
 
-def pane_backend(host: SSHBackend, remote: RemoteMachine, shell: str = SHELL) -> TmuxBackend:
-    """The host's tmux panes, each shell started inside ``host``'s sandbox."""
-    return TmuxBackend(
+@contextlib.asynccontextmanager
+async def started_panes(
+    host: SSHBackend, remote: RemoteMachine, shell: str = SHELL
+) -> AsyncIterator[TmuxBackend]:
+    """The host's tmux panes in ask mode, each shell started inside ``host``'s sandbox; the
+    panes and the host closed afterwards."""
+    if isinstance(host.sandbox, RemoteSandbox):
+        host.sandbox.approval_mode = lambda: ApprovalMode.ASK
+    backend = TmuxBackend(
         host,
         socket_name=f"atui-sb-{secrets.token_hex(3)}",
         shell=shell,
@@ -255,6 +262,12 @@ def pane_backend(host: SSHBackend, remote: RemoteMachine, shell: str = SHELL) ->
         config="/dev/null",
         default_cwd=remote.workspace,
     )
+    try:
+        await backend.start()
+        yield backend
+    finally:
+        await backend.close()
+        await host.close()
 
 
 @needs_tmux
@@ -262,9 +275,7 @@ async def test_the_remote_panes_shell_starts_inside_the_hosts_sandbox(
     sshd: SshServer, remote: RemoteMachine
 ) -> None:
     host = await sandboxed(sshd, remote, ApprovalMode.ASK)
-    backend = pane_backend(host, remote)
-    try:
-        await backend.start()
+    async with started_panes(host, remote) as backend:
         assert backend.sandbox_label() == "sandbox: read-only, no network"
         first = await backend.run("touch pane-made; cat ~/.ssh/id_rsa; echo done", timeout=30)
         assert "Read-only file system" in first.stdout and CANARY not in first.stdout
@@ -273,9 +284,6 @@ async def test_the_remote_panes_shell_starts_inside_the_hosts_sandbox(
         )
         assert "made" in approved.stdout
         assert any("approved-ws" in note for note in approved.notices)
-    finally:
-        await backend.close()
-        await host.close()
 
 
 async def test_a_remote_pane_starts_though_a_hidden_file_went_since_the_last_look(
@@ -290,18 +298,11 @@ async def test_a_remote_pane_starts_though_a_hidden_file_went_since_the_last_loo
     )
     assert made.exit_code == 0, made.stderr
     host = await _box_hiding(sshd, remote, gone, kept)
-    assert isinstance(host.sandbox, RemoteSandbox)
-    host.sandbox.approval_mode = lambda: ApprovalMode.ASK
-    backend = pane_backend(host, remote)
-    try:
-        await remote.probe.run(f"rm -r {remote.workspace}/sockets", confinement=OUTSIDE)
-        await backend.start()
+    await remote.probe.run(f"rm -r {remote.workspace}/sockets", confinement=OUTSIDE)
+    async with started_panes(host, remote) as backend:
         ran = await backend.run(f"cat {kept}; touch made; echo done", timeout=30)
         assert "done" in ran.stdout and CANARY not in ran.stdout, ran
         assert "Read-only file system" in ran.stdout
-    finally:
-        await backend.close()
-        await host.close()
 
 
 async def test_a_remote_pane_starts_though_a_hidden_folder_went_since_the_last_look(
@@ -312,15 +313,9 @@ async def test_a_remote_pane_starts_though_a_hidden_folder_went_since_the_last_l
     started again with the places looked up afresh, inside the same walls."""
     host = await _vanished_folder(sshd, remote)
     assert isinstance(host.sandbox, RemoteSandbox) and host.sandbox.reports_start
-    host.sandbox.approval_mode = lambda: ApprovalMode.ASK
-    backend = pane_backend(host, remote)
-    try:
-        await backend.start()
+    async with started_panes(host, remote) as backend:
         ran = await backend.run("touch made; echo done", timeout=30)
         assert "done" in ran.stdout and "Read-only file system" in ran.stdout, ran
-    finally:
-        await backend.close()
-        await host.close()
 
 
 async def test_a_remote_pane_whose_shell_prints_a_refusal_is_not_started_again(
@@ -329,20 +324,12 @@ async def test_a_remote_pane_whose_shell_prints_a_refusal_is_not_started_again(
     """A mark of the right shape from the shell itself (its nonce unknown to it) is words,
     not a refusal: the pane is set up as it is, once."""
     host = await _box_hiding(sshd, remote)
-    assert isinstance(host.sandbox, RemoteSandbox)
-    host.sandbox.approval_mode = lambda: ApprovalMode.ASK
     fake = "agent-tui 0123456789abcdef0123456789abcdef: bubblewrap did not start the command"
-    backend = pane_backend(
-        host, remote, f"sh -c {shlex.quote(f'echo {shlex.quote(fake)}; exec {SHELL}')}"
-    )
-    try:
-        await backend.start()
+    shell = f"sh -c {shlex.quote(f'echo {shlex.quote(fake)}; exec {SHELL}')}"
+    async with started_panes(host, remote, shell) as backend:
         ran = await backend.run("echo done", timeout=30)
         assert "done" in ran.stdout, ran
         assert not any("again" in note for note in ran.notices), ran.notices
-    finally:
-        await backend.close()
-        await host.close()
 
 
 # -- a container target -------------------------------------------------------------------
