@@ -105,6 +105,8 @@ class RemoteSandbox(Sandbox):
     """The host's bwrap says whether it started the command (``--json-status-fd``, 0.4+)."""
     _places: Places | None = field(default=None, repr=False)
     _found_at: float = 0.0
+    _probe_notices: list[str] = field(default_factory=list, repr=False)
+    """What the host said while probed (a reconnect, say): for the next command's result."""
 
     def __post_init__(self) -> None:
         self.network = False  # the proxy runs here; nothing carries it there yet
@@ -161,10 +163,16 @@ class RemoteSandbox(Sandbox):
         hidden = set((await self.places()).hidden_files)
         return host_line(wrapped, hidden, self._empty, nonce, pane=pane)
 
+    def take_probe_notices(self) -> list[str]:
+        """The notices the probes left since the last call, handed over once."""
+        notices, self._probe_notices = self._probe_notices, []
+        return notices
+
     async def _probe(self) -> dict[str, list[str]]:
         assert self.host is not None
         script = probe_script(tuple(self.patterns), str(self.workspace))
         result = await self.host.run(script, timeout=30, confinement=OUTSIDE)
+        self._probe_notices.extend(result.notices)
         facts: dict[str, list[str]] = {}
         for line in result.stdout.splitlines():
             key, _, value = line.partition("\t")
@@ -320,6 +328,8 @@ async def run_confined(
         nonce = new_nonce()
         line = await confined_command(sandbox, command, confinement, cwd, nonce)
         result = await execute(line)
+        if isinstance(sandbox, RemoteSandbox):  # a reconnect the look made is said here
+            result.notices[:0] = sandbox.take_probe_notices()
         if not (isinstance(sandbox, RemoteSandbox) and sandbox.reports_start):
             return after_confined(sandbox, result)
         host = sandbox.host_name
