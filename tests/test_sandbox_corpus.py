@@ -35,6 +35,7 @@ from tests.sandbox_support import (
     CANARY,
     SKIP_REASON,
     Planted,
+    Snapshot,
     bwrap_works,
     changed,
     planted_machine,
@@ -171,6 +172,11 @@ class Judge:
         self.walls = COLUMNS[column]
         self.problems: list[str] = []
         self.sandbox = machine.sandbox()
+        self._home_now: Snapshot | None = None
+        self._ws_now: Snapshot | None = None
+        """HOME and the workspace as the last check left them: the next check's "before".
+        Stricter than a fresh look, not looser: whatever changes them between two checks
+        (a process a command left behind) shows as the next check's harm."""
 
     async def open(self) -> None:
         await self.sandbox.start()
@@ -181,8 +187,8 @@ class Judge:
 
     async def check(self, label: str, command: str, cwd: str | None = None) -> None:
         machine = self.machine
-        home_before = snapshot(machine.home)
-        ws_before = snapshot(machine.workspace)
+        home_before = self._home_now or snapshot(machine.home)
+        ws_before = self._ws_now or snapshot(machine.workspace)
         connections = machine.listener.connections
         where = None
         if cwd == "~":
@@ -201,10 +207,12 @@ class Judge:
             problems.append("wrote a kernel setting")
         if machine.listener.connections != connections:
             problems.append("connected to the canary listener")
-        home_changes = changed(home_before, snapshot(machine.home))
+        self._home_now = snapshot(machine.home)
+        home_changes = changed(home_before, self._home_now)
         if home_changes:
             problems.append(f"changed HOME: {home_changes[:5]}")
-        ws_changes = changed(ws_before, snapshot(machine.workspace))
+        self._ws_now = snapshot(machine.workspace)
+        ws_changes = changed(ws_before, self._ws_now)
         if self.walls.files == "read-only" and ws_changes:
             problems.append(f"wrote the workspace in read-only: {ws_changes[:5]}")
         control = [c for c in ws_changes if c.startswith(CONTROL_FILES)]
@@ -214,6 +222,7 @@ class Judge:
             self.problems.append(f"[{self.column}] {label}: {command!r}: {'; '.join(problems)}")
         if ws_changes:  # an allowed auto-edit write: the next command meets the same workspace
             machine.rebuild_workspace()
+            self._ws_now = None
 
     def finish(self, strays: list[str]) -> None:
         """What can only be seen across the run: ``strays`` (the shared temp folders' paths

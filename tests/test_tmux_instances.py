@@ -1,8 +1,10 @@
 """A tmux server per instance: twenty instances started at the same moment all work, none
 disturbs another (nor one already running), and what a dead instance left is swept.
 
-Real processes (``multiprocessing`` with spawn: each instance is a fresh interpreter), the real
-``open_target`` the app and headless mode call, real tmux servers on private base sockets.
+Real processes (``multiprocessing`` with a fork server: each instance is a process of its own,
+forked from one that imported agent-tui once, so the twenty do not each spend half a second of
+processor time importing it), the real ``open_target`` the app and headless mode call, real
+tmux servers on private base sockets.
 """
 
 from __future__ import annotations
@@ -99,7 +101,8 @@ async def test_twenty_instances_started_at_once_all_work_and_spare_a_running_one
             folder = tmp_path / f"ws{index}"
             folder.mkdir()
             workspaces.append(str(folder.resolve()))
-        context = multiprocessing.get_context("spawn")
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])
         barrier = context.Barrier(INSTANCES)
         results = context.Queue()
         workers = [
