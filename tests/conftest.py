@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import gc
 import itertools
 import json
@@ -47,14 +46,18 @@ pytest_plugins = ["tests.container_image"]
 
 _call_ids = itertools.count(1)
 
-WORKERS_PER_CORE = 1.5
+WORKERS_PER_CORE = 2
 """Test processes per processor for ``-n auto`` (every run's, from ``[tool.pytest.ini_options]``; a
 run of one file stays in this process). Much of the suite waits on real processes (tmux, sshd,
 podman, bubblewrap, Chromium, a scripted model server), so one process per core left the processors
-idle half the time (a 2-core machine: 11 to 12 minutes, the processors 45 % busy); three on two
-cores take about 8, and the app's own tests, which compute, still pass as they do alone. Two per
-core kept both processors busy all the time (7 to 8 minutes), and then tests with a deadline (a
-fresh prompt within 2 s of a Ctrl-C, Chromium starting) failed now and then.
+idle half the time (a 2-core machine: 11 to 12 minutes). Handed out one test at a time in file
+order (``--dist load``), every worker was often in the same file: two per core then had tests
+with a deadline (a fresh prompt within 2 s of a Ctrl-C, Chromium starting) fail now and then, and
+three on two cores left a fifth of the processors idle whenever that file mostly waited (6:45 on a
+quiet 2-core machine). Each worker working through its own share of the files (``--dist
+worksteal``, shares set by ``pytest_collection_modifyitems``) keeps the waiting files apart: four
+on two cores keep both busy (idle 10 %, 5:48 on the same machine), with no deadline missed in
+its runs so far.
 ``PYTEST_XDIST_AUTO_NUM_WORKERS`` or ``-n N`` overrides it; ``-n 0`` runs everything in this
 process."""
 MAX_WORKERS = 8
@@ -93,34 +96,29 @@ def textual_style_caches() -> Iterator[None]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The minute-long tests (``slow``) early: with each worker handed its next test when it
-    is free (``--dist load --maxschedchunk 1``), they overlap each other and the many short
-    tests fill in around them, instead of one starting last and holding up the end of the run.
+    """The minute-long tests (``slow``) dealt out evenly, at the head of each worker's share.
 
-    One of each file's first, then the rest spread over the first half of the run, one where a
-    file's other tests end (a file's tests stay together, and with them its shared servers).
-    Kept in a row, the sandbox corpus's twenty (each waiting out commands that only end at
-    their timeout) had every worker waiting at once and the processors a third idle."""
+    ``--dist worksteal`` hands each worker one contiguous share of the run (the first quarter,
+    the second, ...) and, when one runs dry, moves the tail of the longest queue to it. So each
+    share starts with its part of the slow tests, dealt round-robin (a file's slow tests go to
+    every worker, not one), and they run early, beside the other workers' short ones; a share
+    is otherwise whole files in a row, and four workers are in four different corners of the
+    suite at any moment: a file that mostly waits (real sshd, podman, model-server faults) no
+    longer has every worker waiting on it at once. With ``-n 0`` the order is left alone."""
+    lanes = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     slow = [item for item in items if item.get_closest_marker("slow") is not None]
-    if not slow:
+    if not slow or lanes < 2:
         return
     rest = [item for item in items if item.get_closest_marker("slow") is None]
-    by_file: dict[str, list[pytest.Item]] = {}
-    for item in slow:
-        by_file.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
-    rounds = itertools.zip_longest(*by_file.values())
-    first = [item for item in next(rounds) if item is not None]
-    later = [item for round_ in rounds for item in round_ if item is not None]
-    ends = [i + 1 for i in range(len(rest) - 1) if rest[i].path != rest[i + 1].path]
-    ends = [end for end in ends if end <= len(rest) // 2] or [len(rest)]
-    step = max(1, len(ends) // max(1, len(later)))
-    at = collections.Counter(ends[min(i * step, len(ends) - 1)] for i in range(len(later)))
-    ordered = [*first]
-    pending = iter(later)
-    for i, item in enumerate(rest):
-        ordered.extend(itertools.islice(pending, at[i]))
-        ordered.append(item)
-    ordered.extend(pending)
+    share = len(items) / lanes
+    ordered: list[pytest.Item] = []
+    taken = 0
+    for lane in range(lanes):
+        ordered.extend(slow[lane::lanes])
+        want = max(0, round((lane + 1) * share) - len(ordered))
+        ordered.extend(rest[taken : taken + want])
+        taken += want
+    ordered.extend(rest[taken:])
     items[:] = ordered
 
 

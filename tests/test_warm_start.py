@@ -128,6 +128,12 @@ class Home:
         status = self.status()
         return -1 if status is None else status["runs"]
 
+    def listing(self) -> list[str]:
+        """The warm folder's files (a key that changed under a test leaves a second stem)."""
+        if not self.folder.exists():
+            return []
+        return sorted(f"{p.name} {p.stat().st_mtime:.3f}" for p in self.folder.iterdir())
+
     def sockets(self) -> list[Path]:
         return sorted(self.folder.glob("*.sock"))
 
@@ -179,7 +185,7 @@ def test_the_third_run_of_a_kind_is_handed_to_a_warm_process(home: Home) -> None
     home.server.add({"text": "three"})
     done = home.run("hello")
     assert (done.returncode, done.stdout.strip()) == (0, "three"), done.stderr
-    assert home.runs() == 1
+    assert home.runs() == 1, home.listing()
     assert alive(pid)
     # The run is the ordinary one, prompt and all: the request carries the third prompt.
     assert "hello" in json.dumps(home.server.requests[-1].body["messages"])
@@ -189,7 +195,7 @@ def test_a_warm_run_has_its_own_exit_status_streams_and_input(home: Home) -> Non
     home.warmed()
     cold = home.run("x", "--approval-mode", "bogus", env={**home.env, SWITCH: "false"})
     warm = home.run("x", "--approval-mode", "bogus")
-    assert home.runs() == 1
+    assert home.runs() == 1, home.listing()
     assert (warm.returncode, warm.stdout, warm.stderr) == (
         cold.returncode,
         cold.stdout,
@@ -199,7 +205,7 @@ def test_a_warm_run_has_its_own_exit_status_streams_and_input(home: Home) -> Non
     home.server.add({"text": "piped"})
     done = home.run("summarise this", stdin="a line piped in\n")
     assert (done.returncode, done.stdout.strip()) == (0, "piped"), done.stderr
-    assert home.runs() == 2
+    assert home.runs() == 2, home.listing()
     assert "a line piped in" in json.dumps(home.server.requests[-1].body["messages"])
 
 
@@ -209,7 +215,7 @@ def test_killing_the_typed_command_ends_the_warm_run_and_its_commands(home: Home
     home.server.add(shell_call(marker))  # the run ends before it asks again
     client = home.start("sleep")
     wait_for(lambda: processes_running(marker, inside=True), "the sandboxed command to start")
-    assert home.runs() == 1
+    assert home.runs() == 1, home.listing()
     client.kill()
     client.wait(timeout=DEADLINE)
     wait_for(lambda: not processes_running(marker), "the run's command to end")
@@ -234,7 +240,7 @@ def test_a_signal_to_the_typed_command_reaches_the_run_as_it_would_unwarmed(home
         client.send_signal(signal.SIGTERM)
         codes.append(client.wait(timeout=DEADLINE))
         wait_for(lambda m=marker: not processes_running(m), "the run's command to end")  # type: ignore[misc]
-    assert home.runs() == 1  # the second was handed over, the first not
+    assert home.runs() == 1, home.listing()  # the second was handed over, the first not
     assert codes[0] == codes[1], codes
 
 
@@ -243,7 +249,7 @@ def test_another_environment_is_never_handed_to_a_warm_process(home: Home) -> No
     home.server.add({"text": "elsewhere"})
     done = home.run("hello", env={**home.env, "SOME_SETTING": "1"})
     assert (done.returncode, done.stdout.strip()) == (0, "elsewhere"), done.stderr
-    assert home.runs() == 0
+    assert home.runs() == 0, home.listing()
 
 
 def test_warm_start_off_in_the_environment_starts_nothing(home: Home) -> None:
@@ -299,7 +305,7 @@ def test_runs_at_the_same_time_are_each_served(home: Home) -> None:
     outputs = [client.communicate(timeout=DEADLINE) for client in clients]
     assert [client.returncode for client in clients] == [0, 0, 0], outputs
     assert [out.strip() for out, _ in outputs] == ["same"] * 3
-    assert home.runs() == 3
+    assert home.runs() == 3, home.listing()
 
 
 @pytest.mark.parametrize("xdg", [None, "", "  ", "/tmp/xdg-data"])
@@ -356,7 +362,7 @@ def test_the_warm_process_holds_no_key_and_each_run_brings_its_own(home: Home) -
     home.server.add({"text": "other key"})
     done = home.run("hello", env={**home.env, "OPENAI_API_KEY": "another-key"})
     assert (done.returncode, done.stdout.strip()) == (0, "other key"), done.stderr
-    assert home.runs() == 1
+    assert home.runs() == 1, home.listing()
     assert home.server.requests[-1].headers["authorization"] == "Bearer another-key"
 
 
@@ -419,5 +425,5 @@ def test_a_warm_process_that_never_answers_leaves_the_run_to_the_ordinary_start(
         done = home.run("hello")
         listener.join(timeout=DEADLINE)
     assert (done.returncode, done.stdout.strip()) == (0, "ordinary"), done.stderr
-    assert taken and taken[0]  # the request did reach the fake
+    assert taken and taken[0], home.listing()  # the request did reach the fake
     assert len(home.server.requests) == before + 1
