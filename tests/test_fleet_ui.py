@@ -7,6 +7,7 @@ tmux where a host has it, as for one host) and its own bwrap sandbox.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,10 @@ from tests.sandbox_support import SKIP_REASON, bwrap_works
 from tests.scripted_server import ScriptedServer
 from tests.test_ui_app import app_for, approval_ready, send, shell_step, turn_done, until
 from tui.config import load_settings
+from tui.exec.tmux.backend import TmuxBackend
+from tui.exec.tmux.server import Place
 from tui.fleet_target import open_fleet
+from tui.security.confinement import OUTSIDE
 from tui.session import AgentSession
 from tui.targets import TargetChoice
 from tui.ui.approval.modal import ApprovalScreen
@@ -158,3 +162,18 @@ async def test_fan_out_in_the_app_hosts_rows_list_grid_focus_and_take_over(
         assert not app.panes.holding
         await pilot.press("f7")
         assert app.mirror.has_class("-grid")
+        # A host's tmux server killed from outside: its cell keeps the last frame, faded, and
+        # says the pane is gone; focused full-size, the mirror says so too.
+        opened = session._fleet.opened("web04") if session._fleet is not None else None
+        assert opened is not None and isinstance(opened.backend, TmuxBackend)
+        kill = Place(opened.ssh, opened.backend.socket_name, "/dev/null").argv("kill-server")
+        await opened.ssh.run(shlex.join(kill), timeout=WAIT, confinement=OUTSIDE)
+        cell = grid.cells["web04"]
+        await until(pilot, lambda: cell.gone is not None, "web04's cell to hear of it", WAIT)
+        assert cell.has_class("-gone") and "pane gone" in str(cell.border_subtitle)
+        assert "made-42" in cell_text(cell)  # the last frame stays
+        assert grid.cells["web01"].gone is None
+        cell.focus()
+        await pilot.press("f7")
+        await until(pilot, lambda: not app.mirror.has_class("-grid"), "web04 full-size")
+        assert app.mirror.gone is not None and "pane gone" in str(app.mirror.border_subtitle)

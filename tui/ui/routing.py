@@ -106,6 +106,8 @@ class EventRouter:
             self._snapshots[key] = event
             return
         self._snapshots.pop(key, None)  # a frame taken before it went is no longer true
+        if self.fleet is not None:
+            self.fleet.pane_gone(event.actor, event.gone)
         if self.fleet is None or self.fleet.follows(event.actor):
             self.panes.gone(event.pane_id, event.gone)
 

@@ -46,6 +46,8 @@ class FleetView:
         """The host whose pane the full-size mirror shows (the default host at first)."""
         self.frames: dict[str, PaneFrame] = {}
         """Each host's latest frame (what the full-size mirror shows when it is focused)."""
+        self.gone: dict[str, str] = {}
+        """Hosts whose pane went with its tmux session or server since their last frame: why."""
 
     @property
     def active(self) -> bool:
@@ -92,9 +94,19 @@ class FleetView:
             return True
         name = host_of(frame.actor) or self.focused or ""
         self.frames[name] = frame
+        self.gone.pop(name, None)
         if self.grid is not None:
             self.grid.show(name, frame)
         return name == self.focused
+
+    def pane_gone(self, actor: str, why: str) -> None:
+        """A host's pane went with its tmux session or server: its cell says so."""
+        if not self.active:
+            return
+        name = host_of(actor) or self.focused or ""
+        self.gone[name] = why
+        if self.grid is not None:
+            self.grid.set_gone(name, why)
 
     def follows(self, actor: str) -> bool:
         """A call on ``actor`` moves the full-size mirror only on the focused host."""
@@ -112,6 +124,8 @@ class FleetView:
         frame = self.frames.get(name)
         if frame is not None:
             self.panes.show(frame)
+            if name in self.gone:
+                self.host.mirror.set_gone(self.gone[name])
         self.host.mirror.remove_class("-grid")
         self.host.panels.show_mirror()
         self.host.mirror.refresh_titles(f"host {name} · {FOCUS_KEY} back to the grid")

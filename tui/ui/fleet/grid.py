@@ -47,6 +47,8 @@ class HostCell(Vertical, can_focus=True):
         self.pane = PaneMirror()
         self.pane.can_focus = False
         self.state = ""
+        self.gone: str | None = None
+        """Why this host's pane is no more (its last frame stays, faded, until a fresh one)."""
 
     def compose(self) -> ComposeResult:
         yield self.pane
@@ -56,6 +58,16 @@ class HostCell(Vertical, can_focus=True):
 
     def show(self, frame: PaneFrame) -> None:
         self.pane.show(frame)
+        if self.gone is not None:
+            self.gone = None
+            self.set_class(False, "-gone")
+            self.retitle()
+
+    def set_gone(self, why: str) -> None:
+        """The host's pane went with its tmux session or server."""
+        self.gone = why
+        self.set_class(True, "-gone")
+        self.retitle()
 
     def set_state(self, state: str, last_exit: int | None) -> None:
         self.state = state if last_exit is None else f"{state} · exit {last_exit}"
@@ -65,7 +77,9 @@ class HostCell(Vertical, can_focus=True):
 
     def retitle(self) -> None:
         self.border_title = escape(self.host)
-        self.border_subtitle = escape(self.state) if self.state else None
+        said = ["[b $warning]pane gone[/]"] if self.gone is not None else []  # first: a cell
+        said += [escape(self.state)] if self.state else []  # is narrow, and this matters most
+        self.border_subtitle = " · ".join(said) or None
 
     def action_focus_host(self) -> None:
         self.post_message(self.Chosen(self.host))
@@ -94,6 +108,11 @@ class MirrorGrid(Grid):
         cell = self.cells.get(host)
         if cell is not None:
             cell.show(frame)
+
+    def set_gone(self, host: str, why: str) -> None:
+        cell = self.cells.get(host)
+        if cell is not None:
+            cell.set_gone(why)
 
     def set_state(self, host: str, state: str, last_exit: int | None) -> None:
         cell = self.cells.get(host)
