@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import random
 import signal
 import subprocess
@@ -258,3 +259,6 @@ def test_a_dropped_ssh_connection_is_swept_on_the_next_connection(
     (note,) = notes
     assert f"pid {run.pid}" in note and f"sleep {marker}" in note
     assert marked(f"sleep {marker}") == []
+    # Neither the swept server's socket file nor the second run's own is left on the host.
+    sockets = Path("/tmp", f"tmux-{pwd.getpwnam(sshd.user).pw_uid}")
+    assert sorted(path.name for path in sockets.glob(f"{base}*")) == []

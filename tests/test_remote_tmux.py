@@ -160,6 +160,7 @@ async def host(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
         yield found
     finally:
         await found.tmux("kill-server", check=False)
+        await server.forget_server(server.Place(found.probe, found.socket_name, "/dev/null"))
         if not found.local:
             await found.probe.run(f"rm -rf -- {shlex.quote(found.workspace)}", timeout=DEADLINE)
         await found.probe.close()

@@ -21,6 +21,7 @@ from tui.exec.sandbox import remote as remote_module
 from tui.exec.sandbox.remote import RemoteSandbox
 from tui.exec.ssh.backend import SSHBackend
 from tui.exec.tmux.backend import TmuxBackend
+from tui.exec.tmux.server import kill
 from tui.security.confinement import OUTSIDE, READ_ONLY, WORKSPACE, WORKSPACE_NET
 from tui.security.permissions import ApprovalMode
 from tui.security.secrets import SECRET_PATHS
@@ -267,6 +268,7 @@ async def started_panes(
         yield backend
     finally:
         await backend.close()
+        await kill(backend.place, [], everything=True)  # a named socket's server outlives close
         await host.close()
 
 

@@ -285,6 +285,7 @@ async def _stop_remote(host: ExecutionBackend, sids: list[int]) -> list[str]:
 
 SERVER_END_WAIT = 2.0
 """Seconds a server told ``kill-server`` has to end before it is killed."""
+REMOTE_SOCKETS = '"${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)"'  # a host's tmux sockets, as its shell sees
 
 
 async def kill(
@@ -318,14 +319,15 @@ def _remote_kill_server(place: Place, pid: int | None) -> str:
     """``_kill_server`` as a host's shell does it; the command line in ``/proc`` must still
     name the socket, so a pid reused meanwhile is left alone."""
     script = f"{shlex.join(place.argv('kill-server'))} 2>/dev/null"
+    remove = f"rm -f {REMOTE_SOCKETS}/{shlex.quote(place.socket_name)}"  # tmux leaves it
     if pid is None:
-        return script + "; true"
+        return f"{script}; {remove}; true"
     tries = int(SERVER_END_WAIT / 0.1)
     named = shlex.quote(f" -L {place.socket_name} ")
     return (
         f"{script}; i=0; while [ -d /proc/{pid} ] && [ $i -lt {tries} ]; do sleep 0.1; "
         f"i=$((i+1)); done; if [ -d /proc/{pid} ] && tr '\\000' ' ' < /proc/{pid}/cmdline "
-        f"| grep -qF -- {named}; then kill -KILL {pid}; fi; true"
+        f"| grep -qF -- {named}; then kill -KILL {pid}; fi; {remove}; true"
     )
 
 
@@ -363,10 +365,8 @@ async def forget_server(place: Place) -> None:
     if place.local:
         remove_stale(place)
         return
-    folder = '"${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)"'
-    await place.host.run(
-        f"rm -f {folder}/{shlex.quote(place.socket_name)}", timeout=30, confinement=OWN_COMMAND
-    )
+    remove = f"rm -f {REMOTE_SOCKETS}/{shlex.quote(place.socket_name)}"
+    await place.host.run(remove, timeout=30, confinement=OWN_COMMAND)
 
 
 async def remove_if_dead(place: Place) -> None:
