@@ -62,3 +62,35 @@ async def test_bound_keys_are_made_with_the_bars_look_and_never_restyled_for_it(
     assert {key for key, _, _ in ours} >= {"ctrl+o", "ctrl+t"}
     assert ours == textuals  # the same keys, each with the same look
     assert toggled == []
+
+
+class Bound(Input):
+    """A field with a key of its own: the bar offers it only while the field has focus."""
+
+    BINDINGS = [Binding("ctrl+x", "cut_all", "cut all")]
+
+
+class Fields(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Input(id="a")
+        yield Input(id="b")
+        yield Bound(id="c")
+        yield KeyBar()
+
+
+async def test_the_bar_is_rebuilt_only_when_the_keys_on_offer_change() -> None:
+    app = Fields()
+    async with app.run_test(size=(80, 10)) as pilot:
+        app.query_one("#a", Input).focus()
+        await pilot.pause()
+        before = list(app.query(FooterKey))
+        assert "ctrl+x" not in {key.key for key in before}
+        app.query_one("#b", Input).focus()  # the same keys on offer: the same key widgets
+        await pilot.pause()
+        assert list(app.query(FooterKey)) == before
+        app.query_one("#c", Bound).focus()  # one more key: the bar is rebuilt with it
+        await pilot.pause()
+        assert "ctrl+x" in {key.key for key in app.query(FooterKey)}
+        app.query_one("#a", Input).focus()
+        await pilot.pause()
+        assert "ctrl+x" not in {key.key for key in app.query(FooterKey)}
