@@ -7,6 +7,7 @@ import itertools
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,15 @@ os.environ["HISTFILE"] = "/dev/null"
 # same ``-p`` command three times would otherwise leave one behind for ten minutes, and the
 # tests of the ordinary start (sending ahead, what start-up imports) would meet a warm one.
 os.environ["AGENT_TUI_AGENT__WARM_START"] = "false"
+
+# Hypothesis keeps its examples outside the checkout: its ``.hypothesis`` folder appearing in
+# the checkout's root mid-run changes that folder's time, which is on agent-tui's search path
+# and so in a warm process's key; a warm-start test running across that moment would meet a
+# changed key (as it should: it is how a changed install is told apart).
+os.environ.setdefault(
+    "HYPOTHESIS_STORAGE_DIRECTORY",
+    os.path.join(tempfile.gettempdir(), f"agent-tui-tests-hypothesis-{os.getuid()}"),
+)
 
 pytest_plugins = ["tests.container_image"]
 """Podman images and containers, built once per session (only when a test asks for them)."""
