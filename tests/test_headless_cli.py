@@ -219,19 +219,30 @@ def reason_lines(stderr: str) -> list[str]:
 def read_lines_until(
     process: subprocess.Popen[str], predicate: Callable[[str], bool], timeout: float = DEADLINE
 ) -> list[str]:
-    """Lines of a running process's stdout up to the first that matches, with a deadline."""
+    """Lines of a running process's stdout up to the first that matches, with a deadline.
+
+    Read a byte at a time from the pipe itself: the stream's own buffer would take in lines
+    that arrived together, hide them from the selector (a wait for a line already read) and
+    from ``communicate`` afterwards."""
     assert process.stdout is not None
+    fd = process.stdout.fileno()
     lines: list[str] = []
+    pending = bytearray()
     deadline = time.monotonic() + timeout
     with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
+        selector.register(fd, selectors.EVENT_READ)
         while True:
             left = deadline - time.monotonic()
             if left <= 0 or not selector.select(left):
                 raise AssertionError(f"no matching line within {timeout} s; got {lines}")
-            line = process.stdout.readline()
-            if not line:
+            byte = os.read(fd, 1)
+            if not byte:
                 raise AssertionError(f"stdout closed first; got {lines}")
+            pending += byte
+            if byte != b"\n":
+                continue
+            line = pending.decode("utf-8", errors="replace")
+            pending.clear()
             lines.append(line)
             if predicate(line):
                 return lines
