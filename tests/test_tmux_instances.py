@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -145,7 +146,7 @@ async def test_a_killed_instances_session_and_jobs_are_swept_at_the_next_start(
     """SIGKILL leaves the shell and a detached job; the next start stops both and says so."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    marker = f"{300 + os.getpid() % 1000 / 1000:.3f}"
+    marker = f"{300 + secrets.randbelow(10**7) / 10**7:.7f}"  # no other test's sleep matches
     script = (
         "import asyncio, sys\n"
         "from pathlib import Path\n"
@@ -286,7 +287,7 @@ async def test_a_server_started_by_a_live_process_is_left_alone(base: str, tmp_p
 async def test_a_normal_close_stops_detached_jobs(base: str, tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    marker = f"{301 + os.getpid() % 1000 / 1000:.3f}"
+    marker = f"{301 + secrets.randbelow(10**7) / 10**7:.7f}"
     target = await open_target(
         TargetChoice(tmux=True), settings_for(base), workspace, interactive=False
     )
